@@ -1,0 +1,29 @@
+"""The `kbes` command line."""
+
+from __future__ import annotations
+
+import click
+
+from kbes.cli.article import article
+from kbes.cli.events import events
+from kbes.cli.importer import import_folder
+from kbes.cli.kb import kb
+from kbes.cli.rebuild import rebuild
+from kbes.cli.tool import tool
+
+
+@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(package_name="kbes")
+def main() -> None:
+    """kbes: an event-sourced knowledge-base store whose citations are version stamps.
+
+    Every command takes --db PATH (or KBES_DB); the default is ./kbes.sqlite.
+    """
+
+
+main.add_command(kb)
+main.add_command(article)
+main.add_command(import_folder)
+main.add_command(tool)
+main.add_command(events)
+main.add_command(rebuild)

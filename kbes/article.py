@@ -1,0 +1,111 @@
+"""The Article aggregate. One command is one event, and the timestamp of the latest event is
+the article's `updated_at`: the version a citation names and an edit compares against."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from uuid import UUID, uuid4
+
+from eventsourcing.domain import Aggregate
+
+from kbes.errors import InvalidState
+
+
+class Article(Aggregate):
+    """A knowledge-base article; visible to agents only while published."""
+
+    knowledge_base_id: UUID
+    title: str
+    content: str
+    published: bool
+    ever_published: bool
+
+    class Event(Aggregate.Event):
+        knowledge_base_id: UUID
+
+    class Drafted(Event, Aggregate.Created):
+        title: str
+        content: str
+
+    class Published(Event):
+        def apply(self, article: Article) -> None:
+            article.published = True
+            article.ever_published = True
+
+    class Saved(Event):
+        content: str
+
+        def apply(self, article: Article) -> None:
+            article.content = self.content
+
+    class Retitled(Event):
+        title: str
+        content: str
+
+        def apply(self, article: Article) -> None:
+            article.title = self.title
+            article.content = self.content
+
+    class Unpublished(Event):
+        def apply(self, article: Article) -> None:
+            article.published = False
+
+    def __init__(self, knowledge_base_id: UUID, title: str, content: str) -> None:
+        self.knowledge_base_id = knowledge_base_id
+        self.title = title
+        self.content = content
+        self.published = False
+        self.ever_published = False
+
+    @staticmethod
+    def create_id(**_: object) -> UUID:
+        return uuid4()
+
+    @classmethod
+    def draft(cls, knowledge_base_id: UUID, title: str, content: str, *, at: datetime) -> Article:
+        return cls._create(
+            cls.Drafted,
+            knowledge_base_id=knowledge_base_id,
+            title=title,
+            content=content,
+            timestamp=at,
+        )
+
+    @property
+    def updated_at(self) -> datetime:
+        return self.modified_on
+
+    def publish(self, *, at: datetime) -> None:
+        if self.published:
+            raise InvalidState(f"article {self.id} is already published")
+        self.trigger_event(self.Published, knowledge_base_id=self.knowledge_base_id, timestamp=at)
+
+    def save(self, content: str, title: str | None = None, *, at: datetime) -> None:
+        """Replace the whole content; a changed title makes the one event a `Retitled`."""
+        if title is not None and title != self.title:
+            self.trigger_event(
+                self.Retitled,
+                knowledge_base_id=self.knowledge_base_id,
+                title=title,
+                content=content,
+                timestamp=at,
+            )
+        else:
+            self.trigger_event(
+                self.Saved, knowledge_base_id=self.knowledge_base_id, content=content, timestamp=at
+            )
+
+    def unpublish(self, *, at: datetime) -> None:
+        if not self.published:
+            raise InvalidState(f"article {self.id} is not published")
+        self.trigger_event(self.Unpublished, knowledge_base_id=self.knowledge_base_id, timestamp=at)
+
+
+EVENT_TYPES: dict[type, str] = {
+    Article.Drafted: "drafted",
+    Article.Published: "published",
+    Article.Saved: "saved",
+    Article.Retitled: "retitled",
+    Article.Unpublished: "unpublished",
+}
+"""The wire name of each article event, as the event feed reports it."""

@@ -1,0 +1,66 @@
+"""Time for the store comes from an injectable clock, so a simulated day can run in seconds
+while the log still carries true simulated timestamps."""
+
+from __future__ import annotations
+
+import threading
+from datetime import UTC, datetime, timedelta
+from typing import Protocol
+
+ONE_MICROSECOND = timedelta(microseconds=1)
+
+
+class Clock(Protocol):
+    def now(self) -> datetime:
+        """The current instant, timezone-aware UTC."""
+        ...
+
+
+class SystemClock:
+    """Wall-clock time."""
+
+    def now(self) -> datetime:
+        return datetime.now(tz=UTC)
+
+
+class SimulatedClock:
+    """A clock that only moves when told to; the simulations drive it through a working day."""
+
+    def __init__(self, start: datetime) -> None:
+        if start.tzinfo is None:
+            raise ValueError("SimulatedClock needs a timezone-aware start time")
+        self._now = start.astimezone(UTC)
+        self._lock = threading.Lock()
+
+    def now(self) -> datetime:
+        return self._now
+
+    def set(self, instant: datetime) -> None:
+        with self._lock:
+            self._now = instant.astimezone(UTC)
+
+    def advance(self, delta: timedelta) -> None:
+        with self._lock:
+            self._now = self._now + delta
+
+
+def next_timestamp(clock: Clock, after: datetime | None) -> datetime:
+    """`max(now, after + 1 µs)`: an article's versions are strictly increasing instants,
+    so one `updated_at` names exactly one version even if the clock stalls or steps back."""
+    now = clock.now().astimezone(UTC)
+    if after is not None and now <= after:
+        return after + ONE_MICROSECOND
+    return now
+
+
+def format_timestamp(instant: datetime) -> str:
+    """RFC 3339, UTC, always with microseconds: `2026-11-30T09:00:00.000000Z`."""
+    return instant.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+
+
+def parse_timestamp(text: str) -> datetime:
+    """Parse an RFC 3339 timestamp with an offset; naive times are refused."""
+    instant = datetime.fromisoformat(text.replace("Z", "+00:00").replace("z", "+00:00"))
+    if instant.tzinfo is None:
+        raise ValueError(f"timestamp {text!r} has no UTC offset; add 'Z' or '+00:00'")
+    return instant.astimezone(UTC)

@@ -1,0 +1,101 @@
+"""Errors an agent or a person can act on. Each carries a stable `code` that tools return
+as JSON, and a message that says what to do next."""
+
+from __future__ import annotations
+
+import re
+from typing import Any, ClassVar
+
+import msgspec
+
+
+class KbesError(Exception):
+    """A failure of a kbes command, reported with a stable code."""
+
+    code: ClassVar[str] = "error"
+
+    def __init__(self, message: str, **details: Any) -> None:
+        super().__init__(message)
+        self.message = message
+        self.details = {k: v for k, v in details.items() if v is not None}
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"code": self.code, "message": self.message, **self.details}
+
+
+class InvalidArgument(KbesError):
+    """A tool argument is missing, malformed or out of range."""
+
+    code = "invalid_argument"
+
+
+class NotFound(KbesError):
+    """No such knowledge base or published article (or it is not granted)."""
+
+    code = "not_found"
+
+
+class Gone(KbesError):
+    """The article was published once and has since been unpublished."""
+
+    code = "gone"
+
+
+class VersionConflict(KbesError):
+    """The article changed since the version the caller named."""
+
+    code = "version_conflict"
+
+
+class IdempotencyKeyReused(KbesError):
+    """The idempotency key was already used for a different request."""
+
+    code = "idempotency_key_reused"
+
+
+class UnsupportedResourceType(KbesError):
+    """The event feed exists only for the resource types listed."""
+
+    code = "unsupported_resource_type"
+
+
+class InvalidState(KbesError):
+    """The command does not apply to the article in its current state."""
+
+    code = "invalid_state"
+
+
+_FIELD_PATTERNS = (
+    re.compile(r"at `\$\.([A-Za-z_][A-Za-z0-9_]*)"),
+    re.compile(r"missing required field `([^`]+)`"),
+    re.compile(r"unknown field `([^`]+)`"),
+)
+
+
+def invalid_argument(error: msgspec.ValidationError | msgspec.DecodeError) -> InvalidArgument:
+    """Turn msgspec's validation text (which names the `$.path`) into `invalid_argument`."""
+    text = str(error)
+    field = None
+    for pattern in _FIELD_PATTERNS:
+        match = pattern.search(text)
+        if match:
+            field = match.group(1)
+            break
+    hint = _HINTS.get(field or "", "")
+    message = f"{text}{' - ' + hint if hint else ''}"
+    return InvalidArgument(message, field=field)
+
+
+_HINTS = {
+    "query": "pass 2 to 200 characters of text to search for",
+    "limit": "pass a whole number within the tool's limits",
+    "expected_version": (
+        "pass the updated_at of the citation from a recent read_knowledge_article, "
+        "an RFC 3339 date-time with offset such as 2026-11-30T09:00:00.000000Z"
+    ),
+    "idempotency_key": "pass a non-empty key unique to this intended change, e.g. a UUID",
+    "after_sequence": "pass 0 or the next_sequence returned by the previous poll",
+    "content": "pass the whole new article text",
+    "knowledge_base_id": "pass the id of a granted knowledge base",
+    "article_id": "pass the article_id from a search hit or citation",
+}

@@ -1,0 +1,133 @@
+"""The SQLite event store, plus the small per-knowledge-base feed index that keeps a poll O(page).
+
+The index holds `(knowledge_base_id, notification_id)` of every event an agent may see, written
+in the same transaction as the events themselves (as eventsourcing's `searchabletimestamps`
+example writes its side table), so a poll never decodes other knowledge bases' events."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from eventsourcing.persistence import Notification, StoredEvent
+from eventsourcing.sqlite import (
+    SQLiteApplicationRecorder,
+    SQLiteConnection,
+    SQLiteConnectionPool,
+    SQLiteCursor,
+    SQLiteDatastore,
+    SQLiteFactory,
+)
+
+FEED_KWARG = "kb_feed"
+"""`app.save(..., kb_feed=[kb_hex | None, ...])`: one entry per stored event, None if hidden."""
+
+SYNCHRONOUS_ENV = "KBES_SQLITE_SYNCHRONOUS"
+
+
+class KbesConnectionPool(SQLiteConnectionPool):
+    """eventsourcing's pool, with the pragmas a WAL event store wants on every connection."""
+
+    synchronous = "FULL"
+
+    def _create_connection(self) -> SQLiteConnection:
+        connection = super()._create_connection()
+        raw = connection._sqlite_conn
+        # FULL: an acknowledged write survives power loss (the product default). NORMAL or
+        # OFF are opt-in for throwaway databases such as the simulations'.
+        raw.execute(f"PRAGMA synchronous={self.synchronous}")
+        # Sorting and temporary b-trees in memory, not in temp files.
+        raw.execute("PRAGMA temp_store=MEMORY")
+        # 64 MiB page cache per connection: the search index and views stay hot.
+        raw.execute("PRAGMA cache_size=-65536")
+        return connection
+
+
+class KbesSQLiteDatastore(SQLiteDatastore):
+    def __init__(self, db_name: str, *, synchronous: str = "FULL", **kwargs: Any) -> None:
+        super().__init__(db_name, **kwargs)
+        pool = self.pool
+        self.pool = KbesConnectionPool(
+            db_name=db_name,
+            lock_timeout=pool.lock_timeout,
+            pool_size=pool.pool_size,
+            max_overflow=pool.max_overflow,
+            pool_timeout=pool.pool_timeout,
+            max_age=pool.max_age,
+            pre_ping=pool.pre_ping,
+        )
+        self.pool.synchronous = synchronous
+        pool.close()
+
+
+class FeedApplicationRecorder(SQLiteApplicationRecorder):
+    """Application recorder that also writes the per-knowledge-base feed index."""
+
+    def construct_create_table_statements(self) -> list[str]:
+        return [
+            *super().construct_create_table_statements(),
+            "CREATE TABLE IF NOT EXISTS kb_feed ("
+            "knowledge_base_id TEXT NOT NULL, "
+            "notification_id INTEGER NOT NULL, "
+            "PRIMARY KEY (knowledge_base_id, notification_id)) WITHOUT ROWID",
+        ]
+
+    def _insert_events(
+        self, c: SQLiteCursor, stored_events: Sequence[StoredEvent], **kwargs: Any
+    ) -> Sequence[int] | None:
+        ids = super()._insert_events(c, stored_events, **kwargs)
+        feed: Sequence[str | None] = kwargs.get(FEED_KWARG) or ()
+        if feed and ids:
+            rows = [(kb, nid) for kb, nid in zip(feed, ids, strict=True) if kb is not None]
+            if rows:
+                c.executemany("INSERT INTO kb_feed VALUES (?, ?)", rows)
+        return ids
+
+    def select_feed(
+        self, knowledge_base_hex: str, after: int, limit: int
+    ) -> tuple[list[Notification], int]:
+        """One consistent read: up to `limit` visible notifications of one knowledge base after
+        `after`, and the head of the whole log at that moment."""
+        with self.datastore.transaction(commit=False) as c:
+            c.execute(
+                "SELECT e.rowid AS nid, e.originator_id, e.originator_version, e.topic, e.state "
+                "FROM kb_feed f JOIN stored_events e ON e.rowid = f.notification_id "
+                "WHERE f.knowledge_base_id = ? AND f.notification_id > ? "
+                "ORDER BY f.notification_id LIMIT ?",
+                (knowledge_base_hex, after, limit),
+            )
+            rows = c.fetchall()
+            c.execute(self.select_max_notification_id_statement)
+            head = c.fetchone()[0] or 0
+        notifications = [
+            Notification(
+                id=row["nid"],
+                originator_id=self.convert_originator_id(row["originator_id"]),
+                originator_version=row["originator_version"],
+                topic=row["topic"],
+                state=row["state"],
+            )
+            for row in rows
+        ]
+        return notifications, head
+
+
+class KbesSQLiteFactory(SQLiteFactory):
+    """SQLiteFactory that builds our datastore and application recorder."""
+
+    application_recorder_class = FeedApplicationRecorder
+
+    def __init__(self, env: Any) -> None:
+        super().__init__(env)
+        old = self.datastore
+        synchronous = (self.env.get(SYNCHRONOUS_ENV) or "FULL").upper()
+        if synchronous not in {"FULL", "NORMAL", "OFF", "EXTRA"}:
+            raise OSError(f"{SYNCHRONOUS_ENV} must be FULL, NORMAL, OFF or EXTRA")
+        self.datastore = KbesSQLiteDatastore(
+            old.pool.db_name,
+            synchronous=synchronous,
+            lock_timeout=old.pool.lock_timeout,
+            single_row_tracking=old.single_row_tracking,
+            originator_id_type=old.originator_id_type,
+        )
+        old.close()

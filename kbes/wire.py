@@ -1,0 +1,186 @@
+"""What agents send and receive. Requests forbid unknown fields; the tools' JSON input schemas
+are generated from these structs, so the advertised contract and the enforced one are one."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Annotated
+
+import msgspec
+from msgspec import UNSET, Meta, UnsetType
+
+
+class Wire(msgspec.Struct, kw_only=True, frozen=True):
+    """Base of every wire type."""
+
+
+class Request(Wire, forbid_unknown_fields=True):
+    """Base of tool requests: an unknown argument is an error, not silently ignored."""
+
+
+KnowledgeBaseId = Annotated[
+    str,
+    Meta(
+        min_length=1,
+        max_length=64,
+        description="ID of a granted knowledge base (as returned in citations).",
+    ),
+]
+ArticleId = Annotated[
+    str,
+    Meta(min_length=1, max_length=64, description="Article ID from a search hit or citation."),
+]
+Timestamp = Annotated[
+    str,
+    Meta(
+        description="RFC 3339 UTC timestamp with microseconds; the article's version.",
+        examples=["2026-11-30T09:00:00.000000Z"],
+    ),
+]
+
+
+class SearchRequest(Request):
+    knowledge_base_id: KnowledgeBaseId
+    query: Annotated[
+        str,
+        Meta(
+            min_length=2,
+            max_length=200,
+            description="Words to search for; matched as plain text, never as query syntax.",
+        ),
+    ]
+    limit: Annotated[int, Meta(ge=1, le=20, description="Most hits to return.")] = 10
+
+
+class ReadRequest(Request):
+    knowledge_base_id: KnowledgeBaseId
+    article_id: ArticleId
+
+
+class EditRequest(Request):
+    knowledge_base_id: KnowledgeBaseId
+    article_id: ArticleId
+    content: Annotated[
+        str,
+        Meta(
+            min_length=1,
+            max_length=1_000_000,
+            description="The whole new content of the article (it replaces the old content).",
+        ),
+    ]
+    expected_version: Annotated[
+        datetime,
+        Meta(
+            tz=True,
+            description=(
+                "The updated_at from the citation of a recent read_knowledge_article. "
+                "The edit is rejected if the article changed since."
+            ),
+        ),
+    ]
+    idempotency_key: Annotated[
+        str,
+        Meta(
+            min_length=1,
+            max_length=200,
+            description=(
+                "A key unique to this intended change; retrying with the same key "
+                "never writes twice and returns the first result."
+            ),
+        ),
+    ]
+    title: (
+        Annotated[
+            str,
+            Meta(min_length=1, max_length=300, description="New title; omit to keep it."),
+        ]
+        | UnsetType
+    ) = UNSET
+
+
+class PollRequest(Request):
+    resource_type: Annotated[
+        str,
+        Meta(
+            min_length=1,
+            max_length=64,
+            description="Kind of resource; this server supports 'knowledge_base'.",
+        ),
+    ]
+    resource_id: Annotated[
+        str, Meta(min_length=1, max_length=64, description="ID of the knowledge base.")
+    ]
+    after_sequence: Annotated[
+        int,
+        Meta(
+            ge=0,
+            description="Return events after this sequence: 0, or the last next_sequence.",
+        ),
+    ] = 0
+    limit: Annotated[int, Meta(ge=1, le=100, description="Most events to return.")] = 100
+
+
+class Citation(Wire):
+    """A version stamp: which article, in which knowledge base, as of which update."""
+
+    knowledge_base_id: str
+    article_id: str
+    updated_at: Timestamp
+
+
+class SearchHit(Wire):
+    article_id: str
+    title: str
+    snippet: str
+    updated_at: Timestamp
+    citation: Citation
+
+
+class SearchResult(Wire):
+    knowledge_base_id: str
+    query: str
+    hits: list[SearchHit]
+
+
+class ArticleResult(Wire):
+    knowledge_base_id: str
+    article_id: str
+    title: str
+    content: str
+    updated_at: Timestamp
+    citation: Citation
+
+
+class EditResult(Wire):
+    knowledge_base_id: str
+    article_id: str
+    title: str
+    updated_at: Timestamp
+    citation: Citation
+    replay: bool
+
+
+class ResourceEvent(Wire):
+    sequence: int
+    type: str
+    article_id: str
+    updated_at: Timestamp
+
+
+class PollResult(Wire):
+    resource_type: str
+    resource_id: str
+    events: list[ResourceEvent]
+    next_sequence: Annotated[
+        int, Meta(description="Pass as after_sequence next time to resume after this page.")
+    ]
+    has_more: Annotated[
+        bool, Meta(description="True when the page is full: poll again right away.")
+    ]
+
+
+class ToolErrorBody(Wire):
+    """The JSON of a tool error: a stable code, a message a model can act on, and details."""
+
+    code: str
+    message: str
