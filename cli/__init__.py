@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import click
-
 from kbes.cli.article import article
 from kbes.cli.events import events
 from kbes.cli.importer import import_folder

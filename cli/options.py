@@ -32,9 +32,9 @@ def db_option(func: F) -> F:
 
 def json_option(func: F) -> F:
     """`--json`: machine-readable output instead of a table."""
-    return click.option(
-        "--json", "as_json", is_flag=True, help="Print JSON instead of a table."
-    )(func)
+    return click.option("--json", "as_json", is_flag=True, help="Print JSON instead of a table.")(
+        func
+    )
 
 
 @contextmanager
@@ -80,4 +80,3 @@ def print_table(headers: Sequence[str], rows: Sequence[Sequence[Any]]) -> None:
 
 def echo_err(message: str) -> None:
     click.echo(message, err=True)
-

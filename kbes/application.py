@@ -180,6 +180,10 @@ class KnowledgeBaseStore(Application):
             raise NotFound(f"article {article_id} is not in knowledge base {kb}")
         return article
 
+    def require_knowledge_base(self, knowledge_base_id: UUID | str) -> UUID:
+        """The knowledge base's UUID; `not_found` if there is no such knowledge base."""
+        return self._knowledge_base_uuid(knowledge_base_id)
+
     def _knowledge_base_uuid(self, knowledge_base_id: UUID | str, grants: Grants = None) -> UUID:
         """The knowledge base's UUID if it exists (and is granted); `not_found` otherwise, in
         the same words either way, so existence does not leak past a grant."""

@@ -62,9 +62,19 @@ class Article(Aggregate):
         return uuid4()
 
     @classmethod
-    def draft(cls, knowledge_base_id: UUID, title: str, content: str, *, at: datetime) -> Article:
+    def draft(
+        cls,
+        knowledge_base_id: UUID,
+        title: str,
+        content: str,
+        *,
+        at: datetime,
+        id: UUID | None = None,
+    ) -> Article:
+        """Draft a new article; `id` lets an importer derive it from a stable key."""
         return cls._create(
             cls.Drafted,
+            id=id,
             knowledge_base_id=knowledge_base_id,
             title=title,
             content=content,

@@ -1,0 +1,99 @@
+"""`kbes article`: the people-side commands (add, save, publish, unpublish, list)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import click
+from kbes.cli.content import content_options, read_content
+from kbes.cli.options import json_option, print_json, print_table, with_store
+
+from kbes.application import KnowledgeBaseStore
+from kbes.clock import format_timestamp
+
+kb_option = click.option(
+    "--kb", "kb", required=True, metavar="ID", help="The knowledge base (see `kbes kb list`)."
+)
+
+
+@click.group()
+def article() -> None:
+    """Add, save, publish, unpublish and list articles (as a person, not an agent)."""
+
+
+@article.command("add")
+@kb_option
+@click.option("--title", required=True, help="The article's title.")
+@content_options
+@click.option("--publish", is_flag=True, help="Publish at once, so agents can see it.")
+@with_store
+def add(
+    store: KnowledgeBaseStore,
+    kb: str,
+    title: str,
+    content: str | None,
+    file: Path | None,
+    publish: bool,
+) -> None:
+    """Draft a new article (published with --publish) and print its id."""
+    text = read_content(content, file, required=True)
+    assert text is not None
+    click.echo(str(store.add_article(kb, title, text, publish=publish)))
+
+
+@article.command("save")
+@kb_option
+@click.argument("article_id")
+@click.option("--title", help="A new title (the save becomes a retitle).")
+@content_options
+@with_store
+def save(
+    store: KnowledgeBaseStore,
+    kb: str,
+    article_id: str,
+    title: str | None,
+    content: str | None,
+    file: Path | None,
+) -> None:
+    """Replace ARTICLE_ID's content (and title); a person's save, last writer wins."""
+    text = read_content(content, file, required=title is None)
+    store.save_article(kb, article_id, content=text, title=title)
+    click.echo(format_timestamp(store.get_article(article_id).updated_at))
+
+
+@article.command("publish")
+@kb_option
+@click.argument("article_id")
+@with_store
+def publish(store: KnowledgeBaseStore, kb: str, article_id: str) -> None:
+    """Publish (or republish) ARTICLE_ID so agents can find and cite it."""
+    store.publish_article(kb, article_id)
+    click.echo(format_timestamp(store.get_article(article_id).updated_at))
+
+
+@article.command("unpublish")
+@kb_option
+@click.argument("article_id")
+@with_store
+def unpublish(store: KnowledgeBaseStore, kb: str, article_id: str) -> None:
+    """Unpublish ARTICLE_ID: agents' citations of it come back as `gone`."""
+    store.unpublish_article(kb, article_id)
+    click.echo(format_timestamp(store.get_article(article_id).updated_at))
+
+
+@article.command("list")
+@kb_option
+@json_option
+@with_store
+def list_(store: KnowledgeBaseStore, kb: str, as_json: bool) -> None:
+    """List the articles of a knowledge base, drafts and unpublished ones included."""
+    kb_id = store.require_knowledge_base(kb)
+    store.catch_up()
+    rows = store.views.articles(str(kb_id))
+    if as_json:
+        print_json([dict(row) for row in rows])
+        return
+    print_table(
+        ["article_id", "status", "updated_at", "title"],
+        [(r["article_id"], r["status"], r["updated_at"], r["title"]) for r in rows],
+    )

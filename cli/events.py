@@ -1,0 +1,64 @@
+"""`kbes events`: the agent-visible event feed of one knowledge base, as poll returns it."""
+
+from __future__ import annotations
+
+import time
+
+import click
+import msgspec
+from kbes.cli.options import json_option, print_table, with_store
+
+from kbes.application import KnowledgeBaseStore
+from kbes.wire import PollRequest
+
+
+@click.command("events")
+@click.option("--kb", "kb", required=True, metavar="ID", help="The knowledge base.")
+@click.option(
+    "--after",
+    default=0,
+    show_default=True,
+    type=click.IntRange(min=0),
+    help="Show events after this sequence.",
+)
+@click.option("--follow", "-f", is_flag=True, help="Keep waiting for new events (Ctrl-C stops).")
+@click.option(
+    "--interval",
+    default=1.0,
+    show_default=True,
+    type=click.FloatRange(min=0.05),
+    help="Seconds between polls with --follow.",
+)
+@json_option
+@with_store
+def events(
+    store: KnowledgeBaseStore, kb: str, after: int, follow: bool, interval: float, as_json: bool
+) -> None:
+    """Print the event feed of a knowledge base: what poll_resource_events shows agents
+    (publishes, saves and retitles of published articles, unpublishes; never drafts)."""
+    cursor = after
+    header = not as_json
+    while True:
+        page = store.poll(
+            PollRequest(resource_type="knowledge_base", resource_id=kb, after_sequence=cursor)
+        )
+        if as_json:
+            for event in page.events:
+                click.echo(msgspec.json.encode(event).decode())
+        elif page.events or header:
+            rows = [(e.sequence, e.type, e.article_id, e.updated_at) for e in page.events]
+            if header:
+                print_table(["sequence", "type", "article_id", "updated_at"], rows)
+                header = False
+            else:
+                for row in rows:
+                    click.echo("  ".join(str(v) for v in row))
+        cursor = page.next_sequence
+        if page.has_more:
+            continue
+        if not follow:
+            break
+        try:
+            time.sleep(interval)
+        except KeyboardInterrupt:
+            break

@@ -1,0 +1,45 @@
+"""`kbes import`: a folder of Markdown files into a knowledge base."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import click
+from kbes.cli.options import json_option, print_json, with_store
+
+from kbes.application import KnowledgeBaseStore
+from kbes.importer import import_folder as run_import
+
+
+@click.command("import")
+@click.argument("folder", type=click.Path(exists=True, file_okay=False, path_type=Path))
+@click.option("--kb", "kb", required=True, metavar="ID", help="The knowledge base to import into.")
+@click.option(
+    "--publish",
+    is_flag=True,
+    help="Publish new articles (an article a person unpublished stays unpublished).",
+)
+@json_option
+@with_store
+def import_folder(
+    store: KnowledgeBaseStore, folder: Path, kb: str, publish: bool, as_json: bool
+) -> None:
+    """Import FOLDER's Markdown files (*.md, recursively), one article per file.
+
+    The title is the first '# ' heading, else the file name. Importing the same folder again
+    saves only the files that changed. The import is one transaction: all or nothing.
+    """
+    report = run_import(store, kb, folder, publish=publish)
+    if as_json:
+        print_json(report.__dict__)
+        return
+    for key in report.added:
+        click.echo(f"added      {report.article_ids[key]}  {key}")
+    for key in report.saved:
+        click.echo(f"saved      {report.article_ids[key]}  {key}")
+    for key in report.left_unpublished:
+        click.echo(f"unpublished (left as is) {report.article_ids[key]}  {key}")
+    click.echo(
+        f"{len(report.added)} added, {len(report.saved)} saved, "
+        f"{len(report.published)} published, {len(report.unchanged)} unchanged"
+    )

@@ -1,0 +1,45 @@
+"""`kbes kb`: create and list knowledge bases."""
+
+from __future__ import annotations
+
+import click
+from kbes.cli.options import json_option, print_json, print_table, with_store
+
+from kbes.application import KnowledgeBaseStore
+
+
+@click.group()
+def kb() -> None:
+    """Create and list knowledge bases."""
+
+
+@kb.command("create")
+@click.argument("name")
+@json_option
+@with_store
+def create(store: KnowledgeBaseStore, name: str, as_json: bool) -> None:
+    """Create a knowledge base called NAME and print its id."""
+    kb_id = store.create_knowledge_base(name)
+    if as_json:
+        print_json({"knowledge_base_id": str(kb_id), "name": name.strip()})
+    else:
+        click.echo(str(kb_id))
+
+
+@kb.command("list")
+@json_option
+@with_store
+def list_(store: KnowledgeBaseStore, as_json: bool) -> None:
+    """List knowledge bases with their article counts."""
+    store.catch_up()
+    rows = store.views.knowledge_bases()
+    if as_json:
+        print_json([dict(row) for row in rows])
+        return
+    print_table(
+        ["knowledge_base_id", "name", "articles", "published", "created_at"],
+        [
+            (r["knowledge_base_id"], r["name"], r["articles"], r["published"], r["created_at"])
+            for r in rows
+        ],
+    )

@@ -1,0 +1,72 @@
+"""`kbes tool`: call one agent tool from the shell and see exactly what the agent would get."""
+
+from __future__ import annotations
+
+import json
+import sys
+from typing import Any
+
+import click
+import msgspec
+from kbes.cli.options import db_option, store_at
+
+from kbes.errors import KbesError
+from kbes.tools import TOOLS, call_tool
+
+
+def parse_arguments(pairs: tuple[str, ...]) -> dict[str, Any]:
+    """HTTPie's convention: `key=value` is a string, `key:=json` is raw JSON."""
+    arguments: dict[str, Any] = {}
+    for pair in pairs:
+        raw_at = pair.find(":=")
+        eq_at = pair.find("=")
+        if raw_at != -1 and raw_at + 1 == eq_at:
+            key, text = pair[:raw_at], pair[raw_at + 2 :]
+            try:
+                value = json.loads(text)
+            except json.JSONDecodeError as e:
+                raise click.BadParameter(
+                    f"{pair!r}: the value after ':=' must be JSON ({e.msg}); "
+                    "use key=value for a plain string",
+                    param_hint="ARGUMENTS",
+                ) from None
+        elif eq_at > 0:
+            key, value = pair[:eq_at], pair[eq_at + 1 :]
+        else:
+            raise click.BadParameter(
+                f"{pair!r} is not key=value (a string) or key:=json (raw JSON)",
+                param_hint="ARGUMENTS",
+            )
+        if not key:
+            raise click.BadParameter(f"{pair!r} has no key", param_hint="ARGUMENTS")
+        arguments[key] = value
+    return arguments
+
+
+@click.command("tool", context_settings={"ignore_unknown_options": True})
+@click.argument("name", type=click.Choice(sorted(TOOLS)), metavar="NAME")
+@click.argument("arguments", nargs=-1, type=click.UNPROCESSED)
+@click.option("--indent", is_flag=True, help="Pretty-print the JSON.")
+@db_option
+def tool(name: str, arguments: tuple[str, ...], indent: bool, db: str) -> None:
+    """Call the agent tool NAME with ARGUMENTS and print its JSON result.
+
+    NAME is one of: search_knowledge_base, read_knowledge_article, edit_knowledge_article,
+    poll_resource_events. ARGUMENTS follow HTTPie: key=value passes a string, key:=json passes
+    raw JSON, e.g.
+
+        kbes tool search_knowledge_base knowledge_base_id=ID query='reset password' limit:=5
+
+    A tool error prints the error JSON (with its code) and exits with status 1.
+    """
+    args = parse_arguments(arguments)
+    with store_at(db) as store:
+        try:
+            result: Any = msgspec.to_builtins(call_tool(store, name, args))
+            failed = False
+        except KbesError as e:
+            result, failed = {"error": e.to_dict()}, True
+    text = json.dumps(result, ensure_ascii=False, indent=2 if indent else None)
+    click.echo(text)
+    if failed:
+        sys.exit(1)
