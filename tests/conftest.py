@@ -1,0 +1,27 @@
+"""Shared fixtures: every test gets a real SQLite file of its own."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from kbes import KnowledgeBaseStore, open_store
+
+
+@pytest.fixture
+def db_path(tmp_path: Path) -> Path:
+    return tmp_path / "kbes.sqlite"
+
+
+@pytest.fixture
+def store(db_path: Path) -> Iterator[KnowledgeBaseStore]:
+    s = open_store(db_path)
+    yield s
+    s.close()
+
+
+@pytest.fixture
+def kb(store: KnowledgeBaseStore) -> str:
+    return str(store.create_knowledge_base("Support"))
