@@ -8,6 +8,7 @@ from kbes.cli.events import events
 from kbes.cli.importer import import_folder
 from kbes.cli.kb import kb
 from kbes.cli.rebuild import rebuild
+from kbes.cli.serve import serve
 from kbes.cli.tool import tool
 
 
@@ -26,3 +27,4 @@ main.add_command(import_folder)
 main.add_command(tool)
 main.add_command(events)
 main.add_command(rebuild)
+main.add_command(serve)

@@ -1,0 +1,241 @@
+"""`kbes serve`: the MCP server agents connect to (Claude Code, Claude Desktop, any MCP client)."""
+
+from __future__ import annotations
+
+import ipaddress
+import logging
+import sys
+
+import anyio
+import click
+from kbes.cli.options import db_option, store_at
+
+from kbes.application import Grants, KnowledgeBaseStore
+from kbes.server import (
+    EDIT_POLICIES,
+    TOKENS_FILE_HELP,
+    KbesMCP,
+    RedactTokens,
+    Tokens,
+    TokensFileError,
+    bind,
+    canonical_id,
+    describe_grants,
+    instructions_for,
+    url_host,
+)
+
+LOG_LEVELS = ("debug", "info", "warning", "error")
+
+
+@click.command("serve")
+@db_option
+@click.option(
+    "--grant",
+    "grant_ids",
+    multiple=True,
+    metavar="KB_ID",
+    help="Let agents touch this knowledge base (repeatable). Any other id answers not_found, "
+    "exactly as a non-existent one does. `kbes kb list` shows the ids.",
+)
+@click.option(
+    "--grant-all",
+    is_flag=True,
+    help="Let agents touch every knowledge base in the database, including ones created later.",
+)
+@click.option(
+    "--http",
+    "http",
+    metavar="[HOST:]PORT",
+    help="Serve streamable HTTP at http://HOST:PORT/mcp instead of stdio. HOST defaults to "
+    "127.0.0.1 (loopback); a non-loopback HOST needs --tokens. PORT 0 picks a free port "
+    "(printed on stderr).",
+)
+@click.option(
+    "--tokens",
+    "tokens_file",
+    type=click.Path(exists=True, dir_okay=False),
+    metavar="FILE",
+    help="With --http: accept only requests bearing a token listed in FILE (401 otherwise); "
+    "each token is confined to the knowledge bases FILE grants it, within the server's "
+    "grants. Each line of FILE is: NAME TOKEN GRANTS, where GRANTS is '*' or "
+    "comma-separated knowledge-base ids and TOKEN may be written as sha256:HEX.",
+)
+@click.option(
+    "--edits",
+    type=click.Choice(EDIT_POLICIES),
+    default="ask",
+    show_default=True,
+    help="ask: the client asks the user to approve each edit (MCP elicitation) and kbes "
+    "writes only on acceptance; a client that cannot ask gets approval_required. "
+    "allow: edits go through without asking. deny: edits are refused (edits_disabled).",
+)
+@click.option(
+    "--log-level",
+    type=click.Choice(LOG_LEVELS),
+    default="warning",
+    show_default=True,
+    help="How much the server logs on stderr. Tokens are redacted at every level.",
+)
+def serve(
+    db: str,
+    grant_ids: tuple[str, ...],
+    grant_all: bool,
+    http: str | None,
+    tokens_file: str | None,
+    edits: str,
+    log_level: str,
+) -> None:
+    """Serve the four knowledge-base tools over MCP: stdio by default, or streamable HTTP.
+
+    The server touches only the knowledge bases granted to it: pass --grant KB_ID (repeatable)
+    or --grant-all. Runs alongside the other kbes commands on the same database: a save made
+    with `kbes article save` is seen by the next tool call.
+
+    \b
+    Examples:
+      kbes serve --db kb.sqlite --grant 6f1c...                # stdio, for Claude Desktop
+      kbes serve --grant-all --http 8765                        # http://127.0.0.1:8765/mcp
+      kbes serve --grant-all --http 0.0.0.0:8765 --tokens tokens.txt
+    """
+    if not grant_ids and not grant_all:
+        raise click.UsageError(
+            "kbes serve needs to know which knowledge bases agents may touch: pass "
+            "--grant KB_ID (repeatable) or --grant-all. `kbes kb list` shows the ids."
+        )
+    if grant_ids and grant_all:
+        raise click.UsageError("pass either --grant KB_ID or --grant-all, not both")
+    if tokens_file and not http:
+        raise click.UsageError("--tokens applies to --http; over stdio the client is local")
+    address = parse_address(http) if http else None
+    if address and not tokens_file and not is_loopback(address[0]):
+        raise click.UsageError(
+            f"refusing to serve {address[0]} without --tokens: anyone who can reach the port "
+            "could read and edit the granted knowledge bases. Add --tokens FILE, or serve on "
+            "loopback (the default host)."
+        )
+    tokens = load_tokens(tokens_file) if tokens_file else None
+    configure_logging(log_level, tokens)
+
+    with store_at(db) as store:
+        grants = resolve_grants(store, grant_ids, grant_all)
+        if tokens is not None:
+            check_token_grants(store, tokens, grants)
+        known = None if tokens is not None else describe_grants(store, grants)
+        mcp = KbesMCP(
+            store,
+            grants=grants,
+            edits=edits,  # type: ignore[arg-type]
+            tokens=tokens,
+            instructions=instructions_for(known),
+        )
+        what = "every knowledge base" if grants is None else f"{len(grants)} knowledge base(s)"
+        if address is None:
+            note(f"kbes serve: MCP over stdio; database {db}; grants {what}; edits {edits}")
+            anyio.run(mcp.run_stdio)
+            return
+        host, port = address
+        try:
+            sock = bind(host, port)
+        except OSError as e:
+            raise click.ClickException(f"cannot listen on {host}:{port}: {e}") from e
+        bound = sock.getsockname()[1]
+        auth = f"{len(tokens.holders)} token(s) from {tokens_file}" if tokens else "no tokens"
+        note(
+            f"kbes serve: MCP over streamable HTTP at http://{url_host(host)}:{bound}/mcp; "
+            f"database {db}; grants {what}; {auth}; edits {edits}"
+        )
+        try:
+            anyio.run(lambda: mcp.serve_http(sock, log_level=log_level))
+        except KeyboardInterrupt:
+            pass
+        finally:
+            sock.close()
+
+
+def parse_address(value: str) -> tuple[str, int]:
+    """`PORT`, `HOST:PORT` or `[IPv6]:PORT`; the host defaults to loopback."""
+    host, sep, port_text = value.rpartition(":")
+    if not sep:
+        host, port_text = "127.0.0.1", value
+    host = host.strip("[]") or "127.0.0.1"
+    try:
+        port = int(port_text)
+    except ValueError:
+        port = -1
+    if not 0 <= port <= 65535:
+        raise click.BadParameter(
+            f"{value!r} is not [HOST:]PORT (e.g. 8765, 127.0.0.1:8765, 0.0.0.0:8765)",
+            param_hint="--http",
+        )
+    return host, port
+
+
+def is_loopback(host: str) -> bool:
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+def resolve_grants(
+    store: KnowledgeBaseStore, grant_ids: tuple[str, ...], grant_all: bool
+) -> Grants:
+    """Canonical ids of the granted knowledge bases; each must exist, so a typo fails now
+    rather than answering not_found to every call."""
+    if grant_all:
+        return None
+    store.catch_up()
+    grants = set()
+    for raw in grant_ids:
+        kb = canonical_id(raw)
+        if kb is None or store.views.knowledge_base(kb) is None:
+            raise click.BadParameter(
+                f"no knowledge base {raw!r} in this database; `kbes kb list` shows the ids",
+                param_hint="--grant",
+            )
+        grants.add(kb)
+    return frozenset(grants)
+
+
+def load_tokens(path: str) -> Tokens:
+    try:
+        return Tokens.load(path)
+    except TokensFileError as e:
+        raise click.BadParameter(f"{e}\n\n{TOKENS_FILE_HELP}", param_hint="--tokens") from None
+
+
+def check_token_grants(store: KnowledgeBaseStore, tokens: Tokens, grants: Grants) -> None:
+    """Each knowledge base a token names must exist and be granted to the server."""
+    store.catch_up()
+    for holder in tokens.holders.values():
+        for kb in sorted(holder.grants or ()):
+            if store.views.knowledge_base(kb) is None:
+                raise click.BadParameter(
+                    f"token {holder.name!r} grants {kb}, which is not a knowledge base in "
+                    "this database",
+                    param_hint="--tokens",
+                )
+            if grants is not None and kb not in grants:
+                raise click.BadParameter(
+                    f"token {holder.name!r} grants {kb}, which the server is not granted; "
+                    "add --grant " + kb,
+                    param_hint="--tokens",
+                )
+
+
+def configure_logging(level: str, tokens: Tokens | None) -> None:
+    """Log to stderr (stdout carries the protocol over stdio), with tokens redacted."""
+    handler = logging.StreamHandler(sys.stderr)
+    handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
+    if tokens is not None:
+        handler.addFilter(RedactTokens(tokens.secrets))
+    root = logging.getLogger()
+    root.handlers[:] = [handler]
+    root.setLevel(level.upper())
+
+
+def note(message: str) -> None:
+    click.echo(message, err=True)

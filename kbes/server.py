@@ -1,0 +1,588 @@
+"""The MCP face of kbes: a thin layer that serves `Tool` objects over stdio or streamable HTTP.
+
+Everything an agent can do is in `kbes.tools`; this module only translates. It advertises each
+tool's name, description, annotations and JSON schemas exactly as the `Tool` states them, checks
+arguments with the same msgspec structs the CLI uses, confines every call to the knowledge bases
+granted to the server (and, over HTTP, to the caller's bearer token), and asks the user before
+any write through MCP elicitation. Extra tools (say an opt-in `diff_knowledge_article`) are more
+`Tool` objects passed to `KbesMCP(tools=...)`; a tool whose annotations say it is not read-only
+goes through the same approval as `edit_knowledge_article`.
+"""
+
+from __future__ import annotations
+
+import functools
+import hashlib
+import logging
+import os
+import socket
+import stat
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Literal
+from uuid import UUID
+
+import anyio
+import anyio.to_thread
+import mcp_types as types
+import msgspec
+from mcp.server.auth.middleware.auth_context import get_access_token
+from mcp.server.auth.provider import AccessToken
+from mcp.server.auth.settings import AuthSettings
+from mcp.server.context import ServerRequestContext
+from mcp.server.lowlevel import Server
+from mcp.server.request_state import RequestStateBoundary, RequestStateSecurity
+from mcp.server.stdio import stdio_server
+from mcp.shared.exceptions import MCPError
+from mcp_types.version import MODERN_PROTOCOL_VERSIONS
+from starlette.applications import Starlette
+
+from kbes.application import Grants, KnowledgeBaseStore
+from kbes.errors import KbesError
+from kbes.tools import TOOLS, Tool
+
+logger = logging.getLogger(__name__)
+
+EditPolicy = Literal["ask", "allow", "deny"]
+EDIT_POLICIES: tuple[EditPolicy, ...] = ("ask", "allow", "deny")
+
+APPROVAL_KEY = "kbes_approve_write"
+"""The key of the approval question inside an `InputRequiredResult` (protocol 2026-07-28)."""
+APPROVAL_STATE = "kbes-approval-asked:v1"
+"""The `requestState` that proves the server asked; the SDK seals it and binds it to the call."""
+APPROVAL_SCHEMA: dict[str, Any] = {"type": "object", "properties": {}}
+"""Nothing to fill in: accepting the form is the approval."""
+
+STORE_THREADS = 4
+"""Tool calls run SQLite work in worker threads; fewer than the store's connection pool (5), so
+a burst of calls queues here instead of timing out on the pool."""
+
+
+class ApprovalRequired(KbesError):
+    """The server asks before every write, and this client cannot be asked."""
+
+    code = "approval_required"
+
+
+class EditDeclined(KbesError):
+    """The user declined (or dismissed) the approval of this write."""
+
+    code = "edit_declined"
+
+
+class EditsDisabled(KbesError):
+    """The server was started with `--edits deny`."""
+
+    code = "edits_disabled"
+
+
+class InternalError(KbesError):
+    """An unexpected failure; details are in the server's log, never on the wire."""
+
+    code = "internal_error"
+
+
+# Tokens -----------------------------------------------------------------------------------------
+
+TOKENS_FILE_HELP = """\
+A tokens file has one bearer token per line: NAME TOKEN GRANTS, separated by spaces.
+NAME names the caller in logs (tokens are never logged). TOKEN is the secret itself (at least
+16 characters, no spaces), or sha256:HEX of it so the file holds no secret. GRANTS is '*' (every
+knowledge base the server is granted) or a comma-separated list of knowledge-base ids. Blank
+lines and lines starting with '#' are ignored."""
+
+MIN_TOKEN_LENGTH = 16
+
+
+class TokensFileError(ValueError):
+    """The tokens file cannot be used; the message names the line."""
+
+
+@dataclass(frozen=True)
+class TokenHolder:
+    """Who holds a bearer token, and which knowledge bases it may touch (None: all of the
+    server's)."""
+
+    name: str
+    grants: Grants
+
+
+@dataclass(frozen=True)
+class Tokens:
+    """Bearer tokens from a tokens file, kept as SHA-256 digests (the lookup never compares
+    secrets character by character)."""
+
+    holders: Mapping[str, TokenHolder]
+    """sha256 hex digest of the token -> its holder."""
+    secrets: frozenset[str]
+    """The plaintext tokens the file held, only so that logs can redact them."""
+
+    @classmethod
+    def load(cls, path: str | os.PathLike[str]) -> Tokens:
+        """Parse a tokens file (see `TOKENS_FILE_HELP`)."""
+        try:
+            text = Path(path).read_text(encoding="utf-8")
+        except OSError as e:
+            raise TokensFileError(f"cannot read tokens file {os.fspath(path)!r}: {e}") from e
+        holders: dict[str, TokenHolder] = {}
+        names: set[str] = set()
+        secrets: set[str] = set()
+        for number, line in enumerate(text.splitlines(), start=1):
+            line = line.strip()
+            if not line or line.startswith("#"):
+                continue
+            where = f"{os.fspath(path)}, line {number}"
+            parts = line.split()
+            if len(parts) != 3:
+                raise TokensFileError(
+                    f"{where}: expected NAME TOKEN GRANTS (3 fields), found {len(parts)}. "
+                    + TOKENS_FILE_HELP.splitlines()[0]
+                )
+            name, token, grants_text = parts
+            if name in names:
+                raise TokensFileError(f"{where}: the name {name!r} is used twice")
+            names.add(name)
+            if token.startswith("sha256:"):
+                digest = token.removeprefix("sha256:").lower()
+                if len(digest) != 64 or any(c not in "0123456789abcdef" for c in digest):
+                    raise TokensFileError(f"{where}: sha256: must be followed by 64 hex digits")
+            else:
+                if len(token) < MIN_TOKEN_LENGTH:
+                    raise TokensFileError(
+                        f"{where}: the token of {name!r} is shorter than {MIN_TOKEN_LENGTH} "
+                        "characters; make one with: "
+                        "python -c 'import secrets; print(secrets.token_urlsafe(32))'"
+                    )
+                digest = token_digest(token)
+                secrets.add(token)
+            if digest in holders:
+                raise TokensFileError(f"{where}: the same token is listed twice")
+            holders[digest] = TokenHolder(name=name, grants=_parse_grants(grants_text, where))
+        if not holders:
+            raise TokensFileError(f"{os.fspath(path)}: no tokens. {TOKENS_FILE_HELP}")
+        if secrets and _readable_by_others(path):
+            logger.warning(
+                "tokens file %s is readable by other users; consider chmod 600", os.fspath(path)
+            )
+        return cls(holders=holders, secrets=frozenset(secrets))
+
+    def holder(self, token: str) -> TokenHolder | None:
+        return self.holders.get(token_digest(token))
+
+
+def token_digest(token: str) -> str:
+    return hashlib.sha256(token.encode("utf-8")).hexdigest()
+
+
+def _parse_grants(text: str, where: str) -> Grants:
+    if text == "*":
+        return None
+    grants = set()
+    for item in text.split(","):
+        kb = canonical_id(item)
+        if kb is None:
+            raise TokensFileError(f"{where}: {item!r} is not a knowledge-base id (or '*')")
+        grants.add(kb)
+    return frozenset(grants)
+
+
+def _readable_by_others(path: str | os.PathLike[str]) -> bool:
+    try:
+        return bool(os.stat(path).st_mode & (stat.S_IRWXG | stat.S_IRWXO))
+    except OSError:
+        return False
+
+
+class _TokenVerifier:
+    """The SDK's `TokenVerifier` over a tokens file: the access token names the holder, never
+    carries the secret."""
+
+    def __init__(self, tokens: Tokens) -> None:
+        self._tokens = tokens
+
+    async def verify_token(self, token: str) -> AccessToken | None:
+        holder = self._tokens.holder(token)
+        if holder is None:
+            return None
+        return AccessToken(token=f"<token of {holder.name}>", client_id=holder.name, scopes=[])
+
+
+class RedactTokens(logging.Filter):
+    """Replace every known token in a log record with `[token]`, whichever library logged it."""
+
+    def __init__(self, secrets: Iterable[str]) -> None:
+        super().__init__()
+        self._secrets = tuple(s for s in secrets if s)
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if not self._secrets:
+            return True
+        message = record.getMessage()
+        redacted = message
+        for secret in self._secrets:
+            redacted = redacted.replace(secret, "[token]")
+        if redacted != message:
+            record.msg, record.args = redacted, None
+        return True
+
+
+# Grants ---------------------------------------------------------------------------------------
+
+
+def canonical_id(value: object) -> str | None:
+    """A knowledge-base id as the store compares them (canonical UUID text), or None."""
+    try:
+        return str(UUID(str(value).strip()))
+    except ValueError:
+        return None
+
+
+def narrow(server: Grants, token: Grants) -> Grants:
+    """What a caller may touch: the token's grants within the server's."""
+    if token is None:
+        return server
+    if server is None:
+        return token
+    return token & server
+
+
+def _granted(knowledge_base_id: object, grants: Grants) -> bool:
+    return grants is None or canonical_id(knowledge_base_id) in grants
+
+
+# The server ------------------------------------------------------------------------------------
+
+
+class KbesMCP:
+    """An MCP server over one store: the tools, the grants, the edit policy, the tokens."""
+
+    def __init__(
+        self,
+        store: KnowledgeBaseStore,
+        *,
+        grants: Grants,
+        tools: Iterable[Tool] | None = None,
+        edits: EditPolicy = "ask",
+        tokens: Tokens | None = None,
+        instructions: str | None = None,
+        name: str = "kbes",
+    ) -> None:
+        if edits not in EDIT_POLICIES:
+            raise ValueError(f"edits must be one of {EDIT_POLICIES}, not {edits!r}")
+        self.store = store
+        self.grants = grants
+        self.tools: dict[str, Tool] = {}
+        for tool in TOOLS.values() if tools is None else tools:
+            if tool.name in self.tools:
+                raise ValueError(f"two tools are named {tool.name!r}")
+            self.tools[tool.name] = tool
+        self.edits: EditPolicy = edits
+        self.tokens = tokens
+        self._listing = [mcp_tool(tool) for tool in self.tools.values()]
+        self._limiter = anyio.CapacityLimiter(STORE_THREADS)
+        self.server: Server[Any] = Server(
+            name,
+            version=_version(),
+            title="kbes knowledge bases",
+            instructions=instructions,
+            on_list_tools=self._list_tools,
+            on_call_tool=self._call_tool,
+        )
+        # Protocol 2026-07-28 asks for approval inside the call's result and resumes with the
+        # answer; the boundary seals our requestState and binds it to this very call.
+        self.server.middleware.append(
+            RequestStateBoundary(RequestStateSecurity.ephemeral(), default_audience=name)
+        )
+
+    # Handlers -----------------------------------------------------------------------------
+
+    async def _list_tools(
+        self, ctx: ServerRequestContext[Any], params: types.PaginatedRequestParams | None
+    ) -> types.ListToolsResult:
+        return types.ListToolsResult(tools=self._listing)
+
+    async def _call_tool(
+        self, ctx: ServerRequestContext[Any], params: types.CallToolRequestParams
+    ) -> types.CallToolResult | types.InputRequiredResult:
+        tool = self.tools.get(params.name)
+        if tool is None:
+            raise MCPError(
+                code=types.INVALID_PARAMS,
+                message=f"Unknown tool: {params.name}; this server has {', '.join(self.tools)}",
+            )
+        grants = self._caller_grants()
+        try:
+            request = tool.parse(params.arguments)
+        except KbesError as e:
+            return error_result(e)
+        if writes(tool) and _granted(getattr(request, "knowledge_base_id", None), grants):
+            # An ungranted knowledge base is `not_found` without bothering the user, exactly
+            # as a random id is; only a write that could happen is put to the user.
+            refusal = await self._approve(ctx, params, tool, request)
+            if refusal is not None:
+                return refusal
+        try:
+            result = await anyio.to_thread.run_sync(
+                functools.partial(tool.run, self.store, request, grants), limiter=self._limiter
+            )
+        except KbesError as e:
+            return error_result(e)
+        except Exception:
+            logger.exception("tool %s failed", tool.name)
+            return error_result(
+                InternalError(
+                    f"{tool.name} failed inside kbes (the server log has the details); "
+                    "nothing is known to be written. Retrying the same call is safe."
+                )
+            )
+        return ok_result(result)
+
+    def _caller_grants(self) -> Grants:
+        """The server's grants, narrowed to the bearer token's over HTTP with --tokens."""
+        if self.tokens is None:
+            return self.grants
+        access = get_access_token()
+        holder = None
+        if access is not None:
+            holder = next(
+                (h for h in self.tokens.holders.values() if h.name == access.client_id), None
+            )
+        if holder is None:  # unreachable behind the bearer middleware; fail closed anyway
+            return frozenset()
+        return narrow(self.grants, holder.grants)
+
+    async def _approve(
+        self,
+        ctx: ServerRequestContext[Any],
+        params: types.CallToolRequestParams,
+        tool: Tool,
+        request: Any,
+    ) -> types.CallToolResult | types.InputRequiredResult | None:
+        """None when the write may go ahead; otherwise what to answer instead."""
+        if self.edits == "allow":
+            return None
+        if self.edits == "deny":
+            return error_result(
+                EditsDisabled(
+                    f"this kbes server was started with --edits deny, so {tool.name} never "
+                    "writes. Tell the user the change you would make; they can restart the "
+                    "server with --edits ask (approve each edit) or --edits allow."
+                )
+            )
+        if not client_can_elicit(ctx.session.client_capabilities):
+            return error_result(_approval_required(tool, "this MCP client does not support it"))
+        message = approval_message(tool, request)
+        if ctx.protocol_version in MODERN_PROTOCOL_VERSIONS:
+            answer = (params.input_responses or {}).get(APPROVAL_KEY)
+            if answer is None or params.request_state != APPROVAL_STATE:
+                return types.InputRequiredResult(
+                    input_requests={APPROVAL_KEY: elicit_request(message)},
+                    request_state=APPROVAL_STATE,
+                )
+            if not isinstance(answer, types.ElicitResult):
+                return error_result(_approval_required(tool, "the client answered something else"))
+            action = answer.action
+        else:
+            if not ctx.session.can_send_request:
+                return error_result(_approval_required(tool, "this connection cannot ask"))
+            try:
+                answer = await ctx.session.elicit_form(
+                    message, APPROVAL_SCHEMA, related_request_id=ctx.request_id
+                )
+            except MCPError as e:
+                return error_result(_approval_required(tool, f"the client failed: {e}"))
+            action = answer.action
+        if action == "accept":
+            return None
+        return error_result(
+            EditDeclined(
+                f"the user {'declined' if action == 'decline' else 'dismissed'} this "
+                f"{tool.name} call; nothing was written. Do not retry it unless the user asks "
+                "you to; tell them what you wanted to change instead.",
+                action=action,
+            )
+        )
+
+    # Transports -------------------------------------------------------------------------------
+
+    async def run_stdio(self) -> None:
+        """Serve one client on this process's stdin/stdout until it closes them."""
+        async with stdio_server() as (read_stream, write_stream):
+            await self.server.run(
+                read_stream, write_stream, self.server.create_initialization_options()
+            )
+
+    def http_app(self, host: str = "127.0.0.1", port: int = 0) -> Starlette:
+        """The streamable HTTP app, at `/mcp`; behind bearer tokens when the server has any."""
+        if self.tokens is None:
+            return self.server.streamable_http_app(host=host)
+        # The SDK's bearer middleware answers 401 (with WWW-Authenticate) for a missing or
+        # unknown token. No authorization server is advertised: tokens come from the file.
+        auth = AuthSettings(
+            issuer_url=f"http://{url_host(host)}:{port}",  # type: ignore[arg-type]
+            resource_server_url=None,
+        )
+        return self.server.streamable_http_app(
+            host=host, auth=auth, token_verifier=_TokenVerifier(self.tokens)
+        )
+
+    async def serve_http(self, sock: socket.socket, *, log_level: str = "warning") -> None:
+        """Serve streamable HTTP on an already bound socket until interrupted."""
+        import uvicorn
+
+        host, port = sock.getsockname()[:2]
+        config = uvicorn.Config(
+            self.http_app(host, port),
+            log_config=None,
+            log_level=log_level,
+            access_log=log_level in ("debug", "info"),
+            lifespan="on",
+        )
+        await uvicorn.Server(config).serve(sockets=[sock])
+
+
+# Wire shapes --------------------------------------------------------------------------------
+
+
+def mcp_tool(tool: Tool) -> types.Tool:
+    """The `tools/list` entry of a tool, exactly as the `Tool` states it."""
+    return types.Tool(
+        name=tool.name,
+        title=tool.title,
+        description=tool.description,
+        input_schema=tool.input_schema(),
+        output_schema=tool.output_schema(),
+        annotations=types.ToolAnnotations.model_validate(tool.annotations),
+    )
+
+
+def writes(tool: Tool) -> bool:
+    """A tool that may write (not annotated read-only) needs the user's approval."""
+    return tool.annotations.get("readOnlyHint") is not True
+
+
+def ok_result(result: msgspec.Struct) -> types.CallToolResult:
+    """The result as structured content, and the same JSON as text for clients that only read
+    text."""
+    return types.CallToolResult(
+        content=[types.TextContent(type="text", text=msgspec.json.encode(result).decode())],
+        structured_content=msgspec.to_builtins(result),
+    )
+
+
+def error_result(error: KbesError) -> types.CallToolResult:
+    """A tool error the model can read: `isError` and the error's JSON (code, message,
+    details such as `field` or `current_version`)."""
+    text = msgspec.json.encode(error.to_dict()).decode()
+    return types.CallToolResult(content=[types.TextContent(type="text", text=text)], is_error=True)
+
+
+def client_can_elicit(capabilities: types.ClientCapabilities | None) -> bool:
+    """Whether the client declared form elicitation (a bare `elicitation: {}` counts)."""
+    elicitation = capabilities.elicitation if capabilities is not None else None
+    return elicitation is not None and (elicitation.form is not None or elicitation.url is None)
+
+
+def elicit_request(message: str) -> types.ElicitRequest:
+    return types.ElicitRequest(
+        params=types.ElicitRequestFormParams(message=message, requested_schema=APPROVAL_SCHEMA)
+    )
+
+
+def approval_message(tool: Tool, request: Any, *, preview: int = 600) -> str:
+    """What the user sees before approving a write: the tool and every argument, long values
+    shortened."""
+    lines = [f"An agent asks to run {tool.name} ({tool.title}). Accept to let kbes write it."]
+    for key, value in msgspec.to_builtins(request).items():
+        text = value if isinstance(value, str) else msgspec.json.encode(value).decode()
+        if len(text) > preview:
+            text = f"{text[:preview]}… ({len(text)} characters in all)"
+        lines.append(f"{key}: {text}")
+    return "\n".join(lines)
+
+
+def _approval_required(tool: Tool, reason: str) -> ApprovalRequired:
+    return ApprovalRequired(
+        f"this kbes server asks the user to approve every {tool.name} call through MCP "
+        f"elicitation, and {reason}; nothing was written. To let edits through without asking, "
+        "the user can restart the server with --edits allow.",
+        setting="--edits allow",
+    )
+
+
+def url_host(host: str) -> str:
+    return f"[{host}]" if ":" in host else host
+
+
+def bind(host: str, port: int) -> socket.socket:
+    """A listening TCP socket on host:port (port 0: any free port, read it back after)."""
+    infos = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE)
+    family, kind, proto, _, address = infos[0]
+    sock = socket.socket(family, kind, proto)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    try:
+        sock.bind(address)
+        sock.listen(2048)
+    except OSError:
+        sock.close()
+        raise
+    sock.set_inheritable(True)
+    return sock
+
+
+def describe_grants(store: KnowledgeBaseStore, grants: Grants) -> list[tuple[str, str]]:
+    """(id, name) of the granted knowledge bases that exist now, for the model's instructions."""
+    store.catch_up()
+    if grants is None:
+        return [(row["knowledge_base_id"], row["name"]) for row in store.views.knowledge_bases()]
+    named = []
+    for kb in sorted(grants):
+        row = store.views.knowledge_base(kb)
+        if row is not None:
+            named.append((kb, row["name"]))
+    return named
+
+
+def instructions_for(knowledge_bases: Sequence[tuple[str, str]] | None) -> str:
+    """Server instructions for the model: how to cite and edit, and (when every caller sees the
+    same grants) which knowledge bases to pass."""
+    text = (
+        "kbes serves knowledge bases whose citations are version stamps. Search or read, then "
+        "cite {knowledge_base_id, article_id, updated_at}. To edit, pass the updated_at of a "
+        "recent read as expected_version and a fresh idempotency_key; on version_conflict read "
+        "again and re-apply. Keep poll_resource_events' next_sequence to learn later which "
+        "citations changed."
+    )
+    if knowledge_bases:
+        listed = "; ".join(f"{name} (knowledge_base_id {kb})" for kb, name in knowledge_bases)
+        text += f" Knowledge bases available: {listed}."
+    return text
+
+
+def _version() -> str:
+    try:
+        from importlib.metadata import version
+
+        return version("kbes")
+    except Exception:
+        return "0"
+
+
+__all__ = [
+    "EDIT_POLICIES",
+    "TOKENS_FILE_HELP",
+    "ApprovalRequired",
+    "EditDeclined",
+    "EditPolicy",
+    "EditsDisabled",
+    "KbesMCP",
+    "RedactTokens",
+    "Tokens",
+    "TokensFileError",
+    "bind",
+    "canonical_id",
+    "describe_grants",
+    "instructions_for",
+    "narrow",
+]
