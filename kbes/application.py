@@ -76,7 +76,12 @@ class KnowledgeBaseStore(Application):
         super().__init__(env)
         self.clock: Clock = clock or SystemClock()
         self._known_knowledge_bases: set[UUID] = set()
-        self.views = Views(self.factory.datastore, application_name=self.name)  # type: ignore[attr-defined]
+        # With a PostgreSQL log the views stay in a local SQLite file (kbes.postgres).
+        factory: Any = self.factory
+        self.views = Views(
+            getattr(factory, "views_datastore", None) or factory.datastore,
+            application_name=self.name,
+        )
         self.views.create_table()
 
     def construct_mapper(self) -> MsgspecMapper:
@@ -84,8 +89,9 @@ class KnowledgeBaseStore(Application):
 
     @property
     def feed(self) -> FeedApplicationRecorder:
-        assert isinstance(self.recorder, FeedApplicationRecorder)
-        return self.recorder
+        # SQLite's FeedApplicationRecorder or kbes.postgres's: the same `select_feed` contract.
+        assert hasattr(self.recorder, "select_feed")
+        return self.recorder  # type: ignore[return-value]
 
     def _record(self, processing_event: ProcessingEvent) -> list[Recording]:
         processing_event.saved_kwargs[FEED_KWARG] = feed_entries(
@@ -452,11 +458,18 @@ def open_store(
     *,
     clock: Clock | None = None,
     synchronous: str | None = None,
+    views: str | os.PathLike[str] | None = None,
 ) -> KnowledgeBaseStore:
     """Open (creating if needed) the store at `db`: a SQLite file path, default `KBES_DB` or
     `./kbes.sqlite`. `synchronous="OFF"` is for throwaway databases only: a power cut may lose
-    acknowledged writes."""
+    acknowledged writes. A `postgresql://user:pass@host:port/dbname` URL puts the log in
+    PostgreSQL and this process's views in the local SQLite file `views` (default `KBES_VIEWS`
+    or a cache file; see kbes.postgres)."""
     path = os.fspath(db) if db is not None else os.environ.get("KBES_DB", "kbes.sqlite")
+    if path.lower().startswith(("postgresql://", "postgres://")):
+        from kbes.postgres import postgres_env  # psycopg is the optional `postgres` extra
+
+        return KnowledgeBaseStore(postgres_env(path, views=views), clock=clock)
     env = {"SQLITE_DBNAME": path, "SQLITE_LOCK_TIMEOUT": "30"}
     if synchronous:
         env["KBES_SQLITE_SYNCHRONOUS"] = synchronous

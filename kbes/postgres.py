@@ -1,0 +1,355 @@
+"""PostgreSQL as the shared event log, so several kbes processes on several machines can serve
+one knowledge base store.
+
+This is eventsourcing's own `eventsourcing.postgres` module (psycopg 3), not home-made
+replication: every process writes to and reads from the one log. On top of it this module adds
+what the SQLite store has (kbes/recorder.py):
+
+- the per-knowledge-base feed index `kb_feed(knowledge_base_id, notification_id)`, written in
+  the same transaction as the events, while eventsourcing's `LOCK TABLE ... IN EXCLUSIVE MODE`
+  still holds, so feed rows commit in notification-id order with their events;
+- `select_feed`, the same contract as SQLite's: one page of one knowledge base's visible
+  notifications and the head of the whole log, read in one statement (one snapshot).
+
+The views (article state, version history, FTS5 search index) stay in a local SQLite file per
+process, fed from the shared log, so a search never crosses the network twice; see
+`views_path`. Open a store with `open_store("postgresql://user:pass@host:port/dbname")`.
+"""
+
+from __future__ import annotations
+
+import getpass
+import hashlib
+import os
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+from urllib.parse import parse_qsl, unquote, urlsplit
+from uuid import UUID
+
+try:
+    import psycopg  # noqa: F401  (fail here, with a useful message, not deep in eventsourcing)
+except ImportError as error:  # pragma: no cover - depends on the installed extras
+    raise ImportError(
+        "a postgresql:// database needs psycopg 3: pip install 'kbes[postgres]'"
+    ) from error
+
+from eventsourcing.persistence import (
+    InterfaceError,
+    Notification,
+    OperationalError,
+    StoredEvent,
+)
+from eventsourcing.postgres import PostgresApplicationRecorder, PostgresDatastore, PostgresFactory
+from eventsourcing.utils import get_topic, retry
+from psycopg import Cursor
+from psycopg.rows import DictRow
+from psycopg.sql import SQL, Composed, Identifier
+
+from kbes.recorder import FEED_KWARG, KbesSQLiteDatastore
+
+URL_SCHEMES = ("postgresql", "postgres")
+VIEWS_ENV = "KBES_VIEWS"
+"""Path of this process's local views file (SQLite) when the log is in PostgreSQL."""
+
+FEED_TABLE = "kb_feed"
+
+# Taken (per transaction) around table creation, so processes starting together on a fresh
+# database do not trip over each other's CREATE TYPE / CREATE OR REPLACE FUNCTION.
+_CREATE_TABLE_LOCK = 0x6B626573  # "kbes"
+
+# URL query parameters passed on to eventsourcing's PostgreSQL settings.
+_QUERY_SETTINGS = {
+    "schema": "POSTGRES_SCHEMA",
+    "pool_size": "POSTGRES_POOL_SIZE",
+    "max_overflow": "POSTGRES_MAX_OVERFLOW",
+    "connect_timeout": "POSTGRES_CONNECT_TIMEOUT",
+    "lock_timeout": "POSTGRES_LOCK_TIMEOUT",
+    "host": "POSTGRES_HOST",
+}
+
+
+def postgres_env(url: str, *, views: str | os.PathLike[str] | None = None) -> dict[str, str]:
+    """The application environment for a store whose log lives at `url`
+    (`postgresql://user:password@host:port/dbname[?schema=...&pool_size=...]`).
+
+    Settings from the URL are written under both the plain and the `KBES_`-prefixed key, so
+    they win over any `POSTGRES_*` / `KBES_POSTGRES_*` variables in the process environment;
+    settings the URL leaves out (a password, a pool size) may still come from there."""
+    parts = urlsplit(url)
+    if parts.scheme.lower() not in URL_SCHEMES:
+        raise ValueError(f"not a PostgreSQL URL (postgresql://user:pass@host:port/dbname): {url}")
+    dbname = unquote(parts.path.lstrip("/"))
+    if not dbname or "/" in dbname:
+        raise ValueError(f"the PostgreSQL URL names no database (…/dbname): {_redact(url)}")
+    try:
+        port = parts.port
+    except ValueError:
+        raise ValueError(f"the PostgreSQL URL has a bad port: {_redact(url)}") from None
+    settings = {
+        "PERSISTENCE_MODULE": get_topic(KbesPostgresFactory),
+        "POSTGRES_DBNAME": dbname,
+        "POSTGRES_HOST": unquote(parts.hostname or "") or "localhost",
+        "POSTGRES_PORT": str(port or 5432),
+    }
+    if parts.username:
+        settings["POSTGRES_USER"] = unquote(parts.username)
+    if parts.password is not None:
+        settings["POSTGRES_PASSWORD"] = unquote(parts.password)
+    for key, value in parse_qsl(parts.query, keep_blank_values=True):
+        if key not in _QUERY_SETTINGS:
+            known = ", ".join(sorted(_QUERY_SETTINGS))
+            raise ValueError(f"unknown PostgreSQL URL parameter {key!r}; known: {known}")
+        settings[_QUERY_SETTINGS[key]] = value
+    env = {**settings, **{f"KBES_{key}": value for key, value in settings.items()}}
+    # eventsourcing insists on a user and a password setting; fall back as libpq would.
+    if not _from_env("POSTGRES_USER", env):
+        env["POSTGRES_USER"] = os.environ.get("PGUSER") or getpass.getuser()
+    if _from_env("POSTGRES_PASSWORD", env) is None:
+        env["POSTGRES_PASSWORD"] = os.environ.get("PGPASSWORD", "")
+    if views is not None:
+        env[VIEWS_ENV] = os.fspath(views)
+    return env
+
+
+def _from_env(key: str, env: dict[str, str]) -> str | None:
+    for name in (f"KBES_{key}", key):
+        value = env.get(name, os.environ.get(name))
+        if value is not None:
+            return value
+    return None
+
+
+def _redact(url: str) -> str:
+    parts = urlsplit(url)
+    if parts.password is None:
+        return url
+    netloc = parts.netloc.replace(f":{parts.password}@", ":***@", 1)
+    return parts._replace(netloc=netloc).geturl()
+
+
+class PostgresFeedRecorder(PostgresApplicationRecorder):
+    """eventsourcing's PostgreSQL application recorder, plus the per-knowledge-base feed index
+    that keeps a poll O(page) (same table and contract as kbes.recorder's SQLite one)."""
+
+    def __init__(
+        self,
+        datastore: PostgresDatastore,
+        *,
+        events_table_name: str = "stored_events",
+        feed_table_name: str = FEED_TABLE,
+    ) -> None:
+        super().__init__(datastore, events_table_name=events_table_name)
+        if datastore.enable_db_functions:
+            # That path inserts through a stored function and skips the hooks that write the
+            # feed index: polls would silently miss events.
+            raise OSError("kbes does not support POSTGRES_ENABLE_DB_FUNCTIONS; unset it")
+        self.check_identifier_length(feed_table_name)
+        self.feed_table_name = feed_table_name
+        schema = Identifier(datastore.schema)
+        feed = Identifier(feed_table_name)
+        events = Identifier(self.events_table_name)
+        self.sql_create_statements.append(
+            SQL(
+                "CREATE TABLE IF NOT EXISTS {schema}.{feed} ("
+                "knowledge_base_id uuid NOT NULL, "
+                "notification_id bigint NOT NULL, "
+                "PRIMARY KEY (knowledge_base_id, notification_id))"
+            ).format(schema=schema, feed=feed)
+        )
+        self.insert_feed_statement = SQL(
+            "INSERT INTO {schema}.{feed} (knowledge_base_id, notification_id) "
+            "SELECT * FROM unnest(%s::uuid[], %s::bigint[])"
+        ).format(schema=schema, feed=feed)
+        # The head and the page in one statement: in autocommit, one statement is one
+        # snapshot, and the table lock makes ids commit in order, so nothing at or below the
+        # head can appear later. The page walks kb_feed's primary key, then fetches each event
+        # by its unique notification_id index: O(page), whatever the size of the log.
+        self.select_feed_statement = SQL(
+            "SELECT h.head, p.notification_id, p.originator_id, p.originator_version, "
+            "p.topic, p.state "
+            "FROM (SELECT max(notification_id) AS head FROM {schema}.{events}) AS h "
+            "LEFT JOIN LATERAL ("
+            "SELECT e.notification_id, e.originator_id, e.originator_version, e.topic, e.state "
+            "FROM {schema}.{feed} AS f "
+            "JOIN {schema}.{events} AS e ON e.notification_id = f.notification_id "
+            "WHERE f.knowledge_base_id = %s AND f.notification_id > %s "
+            "ORDER BY f.notification_id LIMIT %s"
+            ") AS p ON true "
+            "ORDER BY p.notification_id"
+        ).format(schema=schema, feed=feed, events=events)
+
+    def create_table(self) -> None:
+        """Create the types, tables, index and function in one transaction, serialised by an
+        advisory lock: eventsourcing's own `create_table` is not safe when several processes
+        start at once (CREATE OR REPLACE FUNCTION raises "tuple concurrently updated")."""
+        with self.datastore.transaction(commit=True) as curs:
+            curs.execute("SELECT pg_advisory_xact_lock(%s)", (_CREATE_TABLE_LOCK,))
+            for statement in self.sql_create_statements:
+                if "CREATE TYPE" in statement.as_string() and self._type_exists(curs):
+                    continue
+                curs.execute(statement, prepare=False)
+        self.datastore.register_type_adapters()
+
+    def _type_exists(self, curs: Cursor[DictRow]) -> bool:
+        curs.execute(
+            "SELECT 1 FROM pg_type t JOIN pg_namespace n ON n.oid = t.typnamespace "
+            "WHERE n.nspname = %s AND t.typname = %s",
+            (self.datastore.schema, self.stored_event_type_name),
+        )
+        return curs.fetchone() is not None
+
+    def _fetch_ids_after_insert_events(
+        self,
+        curs: Cursor[DictRow],
+        stored_events: Sequence[StoredEvent],
+        **kwargs: Any,
+    ) -> Sequence[int] | None:
+        """Write the feed rows of the events just inserted: same transaction, table lock held."""
+        ids = super()._fetch_ids_after_insert_events(curs, stored_events, **kwargs)
+        feed: Sequence[str | None] = kwargs.get(FEED_KWARG) or ()
+        if feed and ids:
+            rows = [(UUID(kb), nid) for kb, nid in zip(feed, ids, strict=True) if kb is not None]
+            if rows:
+                # A nested pipeline block syncs on exit, so a failure raises here, inside
+                # eventsourcing's error handling, rather than at commit.
+                with curs.connection.pipeline():
+                    curs.execute(
+                        self.insert_feed_statement,
+                        ([kb for kb, _ in rows], [nid for _, nid in rows]),
+                        prepare=True,
+                    )
+        return ids
+
+    @retry((InterfaceError, OperationalError), max_attempts=10, wait=0.2)
+    def select_feed(
+        self, knowledge_base_hex: str, after: int, limit: int
+    ) -> tuple[list[Notification], int]:
+        """One consistent read: up to `limit` visible notifications of one knowledge base after
+        `after`, and the head of the whole log at that moment."""
+        with self.datastore.get_connection() as conn, conn.cursor() as curs:
+            curs.execute(
+                self.select_feed_statement,
+                (UUID(hex=knowledge_base_hex), after, limit),
+                prepare=True,
+            )
+            rows = curs.fetchall()
+        head = (rows[0]["head"] if rows else None) or 0
+        notifications = [
+            Notification(
+                id=row["notification_id"],
+                originator_id=row["originator_id"],
+                originator_version=row["originator_version"],
+                topic=row["topic"],
+                state=bytes(row["state"]),
+            )
+            for row in rows
+            if row["notification_id"] is not None
+        ]
+        return notifications, head
+
+    def log_identity(self) -> str:
+        """Which log this is: server, database and the events table's OID. A dropped and
+        recreated log gets a new OID, so views built from the old one are never reused."""
+        with self.datastore.get_connection() as conn, conn.cursor() as curs:
+            curs.execute(
+                "SELECT current_database() AS db, "
+                "(SELECT oid FROM pg_database WHERE datname = current_database()) AS db_oid, "
+                "to_regclass(%s)::oid AS table_oid",
+                (self._qualified_events_table().as_string(conn),),
+            )
+            row = curs.fetchone()
+        assert row is not None
+        info = self.datastore.pool.kwargs
+        return (
+            f"postgresql://{info.get('host')}:{info.get('port')}/{row['db']}"
+            f"?schema={self.datastore.schema}&table={self.events_table_name}"
+            f"&db_oid={row['db_oid']}&table_oid={row['table_oid']}"
+        )
+
+    def _qualified_events_table(self) -> Composed:
+        return SQL("{0}.{1}").format(
+            Identifier(self.datastore.schema), Identifier(self.events_table_name)
+        )
+
+
+class KbesPostgresFactory(PostgresFactory):
+    """eventsourcing's PostgresFactory with kbes's feed recorder, and the local SQLite file for
+    this process's views (`views_datastore`)."""
+
+    application_recorder_class = PostgresFeedRecorder
+
+    def __init__(self, env: Any) -> None:
+        super().__init__(env)
+        self._views_datastore: KbesSQLiteDatastore | None = None
+        self._recorder: PostgresFeedRecorder | None = None
+
+    def application_recorder(self) -> PostgresFeedRecorder:
+        recorder = super().application_recorder()
+        assert isinstance(recorder, PostgresFeedRecorder)
+        self._recorder = recorder
+        return recorder
+
+    @property
+    def views_datastore(self) -> KbesSQLiteDatastore:
+        """The local SQLite views of this process. They are a cache of the shared log, so
+        `synchronous=NORMAL` is enough: a power cut can lose only the last batches, and their
+        tracking position goes with them, so the next catch-up reads them again."""
+        if self._views_datastore is None:
+            assert self._recorder is not None, "create the application recorder first"
+            identity = self._recorder.log_identity()
+            path = views_path(identity, self.env.get(VIEWS_ENV))
+            path.parent.mkdir(parents=True, exist_ok=True)
+            datastore = KbesSQLiteDatastore(str(path), synchronous="NORMAL", lock_timeout=30)
+            try:
+                _claim_views(datastore, path, identity)
+            except BaseException:
+                datastore.close()
+                raise
+            self._views_datastore = datastore
+        return self._views_datastore
+
+    def close(self) -> None:
+        if self._views_datastore is not None:
+            self._views_datastore.close()
+        super().close()
+
+
+def views_path(identity: str, configured: str | None = None) -> Path:
+    """Where this process keeps its views: `KBES_VIEWS` if set, else
+    `$XDG_CACHE_HOME/kbes/views-<dbname>-<hash of the log identity>.sqlite` (default
+    `~/.cache/kbes/`). Processes on one machine may share the file; deleting it only costs a
+    replay of the log on the next start."""
+    if configured:
+        return Path(configured).expanduser()
+    cache = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "kbes"
+    dbname = urlsplit(identity).path.strip("/") or "db"
+    safe = "".join(ch if ch.isalnum() or ch in "-_" else "_" for ch in dbname)[:40]
+    digest = hashlib.sha256(identity.encode()).hexdigest()[:12]
+    return cache / f"views-{safe}-{digest}.sqlite"
+
+
+def _claim_views(datastore: KbesSQLiteDatastore, path: Path, identity: str) -> None:
+    """Record which log the views file is built from, and refuse a file built from another
+    one: its rows would answer reads with articles that log never had."""
+    with datastore.transaction(commit=True) as c:
+        c.execute("CREATE TABLE IF NOT EXISTS kbes_views_source (log TEXT NOT NULL)")
+        c.execute("SELECT log FROM kbes_views_source")
+        row = c.fetchone()
+        if row is None:
+            c.execute("INSERT INTO kbes_views_source (log) VALUES (?)", (identity,))
+        elif row["log"] != identity:
+            raise OSError(
+                f"the views file {path} was built from another event log ({row['log']}), "
+                f"not {identity}; delete it (it is rebuilt from the log) or set {VIEWS_ENV} "
+                "to another path"
+            )
+
+
+__all__ = [
+    "VIEWS_ENV",
+    "KbesPostgresFactory",
+    "PostgresFeedRecorder",
+    "postgres_env",
+    "views_path",
+]
