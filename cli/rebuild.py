@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import sys
+
 import click
-from kbes.cli.options import with_store
 
 from kbes.application import KnowledgeBaseStore
+from kbes.cli.options import with_store
 
 
 @click.command("rebuild")
@@ -14,8 +16,6 @@ def rebuild(store: KnowledgeBaseStore) -> None:
     """Drop the read models (article state, version history, search index) and rebuild them
     from the event log. Safe to run at any time: the log is never touched."""
     head = store.recorder.max_notification_id() or 0
-    with click.progressbar(
-        length=head, label="replaying events", file=click.get_text_stream("stderr")
-    ) as bar:
+    with click.progressbar(length=head, label="replaying events", file=sys.stderr) as bar:
         position = store.rebuild(progress=bar.update)
     click.echo(f"rebuilt views from {position} events")

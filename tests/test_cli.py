@@ -1,0 +1,259 @@
+"""The acceptance walk-through of the store, driven through the CLI as a user would."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from kbes.cli import main
+
+
+@pytest.fixture
+def runner(db_path: Path, monkeypatch: pytest.MonkeyPatch) -> CliRunner:
+    monkeypatch.setenv("KBES_DB", str(db_path))
+    return CliRunner()
+
+
+def ok(runner: CliRunner, *args: str) -> str:
+    result = runner.invoke(main, list(args), catch_exceptions=False)
+    assert result.exit_code == 0, result.output
+    return result.output
+
+
+def tool(runner: CliRunner, name: str, *args: str) -> tuple[int, dict]:
+    result = runner.invoke(main, ["tool", name, *args], catch_exceptions=False)
+    return result.exit_code, json.loads(result.stdout)
+
+
+@pytest.fixture
+def docs(tmp_path: Path) -> Path:
+    folder = tmp_path / "docs"
+    folder.mkdir()
+    (folder / "reset.md").write_text(
+        "# Reset your password\n\nOpen Settings, choose Security, click Reset password.\n"
+    )
+    (folder / "billing.md").write_text("# Billing\n\nInvoices are emailed monthly.\n")
+    (folder / "two-factor.md").write_text("Use an authenticator app, or a recovery code.\n")
+    return folder
+
+
+def test_walkthrough(runner: CliRunner, docs: Path) -> None:
+    kb = ok(runner, "kb", "create", "Support").strip()
+    imported = ok(runner, "import", str(docs), "--kb", kb, "--publish")
+    assert imported.splitlines()[-1] == "3 added, 0 saved, 3 published, 0 unchanged"
+    assert ok(runner, "import", str(docs), "--kb", kb, "--publish").splitlines() == [
+        "0 added, 0 saved, 0 published, 3 unchanged"
+    ]
+
+    code, found = tool(
+        runner,
+        "search_knowledge_base",
+        f"knowledge_base_id={kb}",
+        "query=reset password",
+        "limit:=5",
+    )
+    assert code == 0
+    assert found["hits"][0]["title"] == "Reset your password"
+    hit = found["hits"][0]
+    code, read = tool(
+        runner,
+        "read_knowledge_article",
+        f"knowledge_base_id={kb}",
+        f"article_id={hit['article_id']}",
+    )
+    assert code == 0
+    assert read["content"] == "Open Settings, choose Security, click Reset password."
+    assert read["citation"] == hit["citation"]
+
+    edit = [
+        "edit_knowledge_article",
+        f"knowledge_base_id={kb}",
+        f"article_id={hit['article_id']}",
+        "content=Use the new reset page.",
+        f"expected_version={read['updated_at']}",
+        "idempotency_key=change-1",
+    ]
+    code, first = tool(runner, *edit)
+    assert code == 0 and first["replay"] is False
+    assert first["updated_at"] > read["updated_at"]
+    events_before = ok(runner, "events", "--kb", kb, "--json").splitlines()
+    code, again = tool(runner, *edit)
+    assert code == 0 and again == {**first, "replay": True}
+    assert ok(runner, "events", "--kb", kb, "--json").splitlines() == events_before
+    assert json.loads(events_before[-1])["type"] == "saved"
+
+    stale = [*edit[:-1], "idempotency_key=change-2"]
+    code, conflict = tool(runner, *stale)
+    assert code == 1
+    assert conflict["error"]["code"] == "version_conflict"
+    assert conflict["error"]["current_version"] == first["updated_at"]
+
+    ok(runner, "article", "unpublish", "--kb", kb, hit["article_id"])
+    code, gone = tool(
+        runner,
+        "read_knowledge_article",
+        f"knowledge_base_id={kb}",
+        f"article_id={hit['article_id']}",
+    )
+    assert code == 1 and gone["error"]["code"] == "gone"
+    code, page = tool(
+        runner,
+        "poll_resource_events",
+        "resource_type=knowledge_base",
+        f"resource_id={kb}",
+        "after_sequence:=0",
+    )
+    assert code == 0
+    assert (page["events"][-1]["type"], page["events"][-1]["article_id"]) == (
+        "unpublished",
+        hit["article_id"],
+    )
+
+
+def test_reimport_saves_only_changed_files(runner: CliRunner, docs: Path) -> None:
+    kb = ok(runner, "kb", "create", "Support").strip()
+    ok(runner, "import", str(docs), "--kb", kb, "--publish")
+    (docs / "billing.md").write_text("# Billing and invoices\n\nInvoices are emailed weekly.\n")
+    out = ok(runner, "import", str(docs), "--kb", kb, "--publish")
+    assert out.splitlines()[-1] == "0 added, 1 saved, 0 published, 2 unchanged"
+    assert out.splitlines()[0].startswith("saved ")
+    events = [json.loads(line) for line in ok(runner, "events", "--kb", kb, "--json").splitlines()]
+    assert [e["type"] for e in events] == ["published"] * 3 + ["retitled"]
+
+
+def test_draft_with_a_unique_word_is_invisible(runner: CliRunner) -> None:
+    kb = ok(runner, "kb", "create", "Support").strip()
+    draft = ok(
+        runner,
+        "article",
+        "add",
+        "--kb",
+        kb,
+        "--title",
+        "Plans",
+        "--content",
+        "The quixotical roadmap.",
+    ).strip()
+    code, found = tool(
+        runner, "search_knowledge_base", f"knowledge_base_id={kb}", "query=quixotical"
+    )
+    assert (code, found["hits"]) == (0, [])
+    code, read = tool(
+        runner, "read_knowledge_article", f"knowledge_base_id={kb}", f"article_id={draft}"
+    )
+    assert (code, read["error"]["code"]) == (1, "not_found")
+    code, page = tool(
+        runner, "poll_resource_events", "resource_type=knowledge_base", f"resource_id={kb}"
+    )
+    assert (code, page["events"]) == (0, [])
+    listed = ok(runner, "article", "list", "--kb", kb)
+    assert "draft" in listed and "Plans" in listed
+
+
+@pytest.mark.parametrize(
+    ("args", "field"),
+    [
+        (["search_knowledge_base", "query=ok"], "knowledge_base_id"),
+        (["search_knowledge_base", "knowledge_base_id=K", "query=a"], "query"),
+        (["search_knowledge_base", "knowledge_base_id=K", "query=" + "a" * 201], "query"),
+        (["search_knowledge_base", "knowledge_base_id=K", "query=ok", "limit:=0"], "limit"),
+        (["search_knowledge_base", "knowledge_base_id=K", "query=ok", "limit:=21"], "limit"),
+        (["search_knowledge_base", "knowledge_base_id=K", "query=ok", "limit=5"], "limit"),
+        (["search_knowledge_base", "knowledge_base_id=K", "query=ok", "x=1"], "x"),
+        (
+            ["poll_resource_events", "resource_type=knowledge_base", "resource_id=K", "limit:=101"],
+            "limit",
+        ),
+        (
+            [
+                "poll_resource_events",
+                "resource_type=knowledge_base",
+                "resource_id=K",
+                "after_sequence:=-1",
+            ],
+            "after_sequence",
+        ),
+        (
+            [
+                "edit_knowledge_article",
+                "knowledge_base_id=K",
+                "article_id=A",
+                "content=x",
+                "expected_version=not a date",
+                "idempotency_key=k",
+            ],
+            "expected_version",
+        ),
+        (
+            [
+                "edit_knowledge_article",
+                "knowledge_base_id=K",
+                "article_id=A",
+                "content=x",
+                "expected_version=2026-11-30T09:00:00Z",
+                "idempotency_key=",
+            ],
+            "idempotency_key",
+        ),
+    ],
+)
+def test_bad_tool_input_exits_non_zero_naming_the_field(
+    runner: CliRunner, args: list[str], field: str
+) -> None:
+    kb = ok(runner, "kb", "create", "Support").strip()
+    args = [a.replace("=K", f"={kb}") for a in args]
+    code, body = tool(runner, *args)
+    assert code == 1
+    assert body["error"]["code"] == "invalid_argument"
+    assert body["error"]["field"] == field
+
+
+def test_malformed_tool_arguments_are_usage_errors(runner: CliRunner) -> None:
+    result = runner.invoke(main, ["tool", "search_knowledge_base", "query"])
+    assert result.exit_code == 2
+    assert "is not key=value (a string) or key:=json (raw JSON)" in result.output
+    result = runner.invoke(main, ["tool", "search_knowledge_base", "limit:=five"])
+    assert result.exit_code == 2 and "must be JSON" in result.output
+    result = runner.invoke(main, ["tool", "delete_everything"])
+    assert result.exit_code == 2 and "delete_everything" in result.output
+
+
+def test_rebuild_reproduces_the_views(runner: CliRunner, docs: Path, db_path: Path) -> None:
+    from kbes import open_store
+
+    kb = ok(runner, "kb", "create", "Support").strip()
+    ok(runner, "import", str(docs), "--kb", kb, "--publish")
+    store = open_store(db_path)
+    store.catch_up()
+    before = store.views.dump()
+    store.close()
+    out = ok(runner, "rebuild")
+    assert out.splitlines()[-1] == "rebuilt views from 7 events"
+    store = open_store(db_path)
+    assert store.views.dump() == before
+    store.close()
+
+
+def test_errors_name_the_fix(runner: CliRunner) -> None:
+    result = runner.invoke(main, ["article", "add", "--kb", "nope", "--title", "T"])
+    assert result.exit_code == 2
+    assert "--content TEXT or --file PATH" in result.output
+    result = runner.invoke(
+        main, ["article", "add", "--kb", "nope", "--title", "T", "--content", "x"]
+    )
+    assert result.exit_code == 1
+    assert "not_found: no knowledge base nope" in result.output
+
+
+def test_every_command_has_help(runner: CliRunner) -> None:
+    def walk(group, path):
+        for name, cmd in getattr(group, "commands", {}).items():
+            yield [*path, name], cmd
+            yield from walk(cmd, [*path, name])
+
+    for path, cmd in walk(main, []):
+        assert cmd.help, f"kbes {' '.join(path)} has no help text"
+        assert runner.invoke(main, [*path, "--help"]).exit_code == 0
