@@ -8,7 +8,10 @@ from uuid import UUID, uuid4
 
 from eventsourcing.domain import Aggregate
 
+from kbes.clock import SystemClock, next_timestamp
 from kbes.errors import InvalidState
+
+_SYSTEM_CLOCK = SystemClock()
 
 
 class Article(Aggregate):
@@ -68,7 +71,7 @@ class Article(Aggregate):
         title: str,
         content: str,
         *,
-        at: datetime,
+        at: datetime | None = None,
         id: UUID | None = None,
     ) -> Article:
         """Draft a new article; `id` lets an importer derive it from a stable key."""
@@ -78,19 +81,25 @@ class Article(Aggregate):
             knowledge_base_id=knowledge_base_id,
             title=title,
             content=content,
-            timestamp=at,
+            timestamp=at or _SYSTEM_CLOCK.now(),
         )
 
     @property
     def updated_at(self) -> datetime:
         return self.modified_on
 
-    def publish(self, *, at: datetime) -> None:
+    def _next(self, at: datetime | None) -> datetime:
+        """The next event's time: the caller's clock reading, or now; never before the last."""
+        return next_timestamp(_SYSTEM_CLOCK, self.updated_at) if at is None else at
+
+    def publish(self, *, at: datetime | None = None) -> None:
         if self.published:
             raise InvalidState(f"article {self.id} is already published")
-        self.trigger_event(self.Published, knowledge_base_id=self.knowledge_base_id, timestamp=at)
+        self.trigger_event(
+            self.Published, knowledge_base_id=self.knowledge_base_id, timestamp=self._next(at)
+        )
 
-    def save(self, content: str, title: str | None = None, *, at: datetime) -> None:
+    def save(self, content: str, title: str | None = None, *, at: datetime | None = None) -> None:
         """Replace the whole content; a changed title makes the one event a `Retitled`."""
         if title is not None and title != self.title:
             self.trigger_event(
@@ -98,17 +107,22 @@ class Article(Aggregate):
                 knowledge_base_id=self.knowledge_base_id,
                 title=title,
                 content=content,
-                timestamp=at,
+                timestamp=self._next(at),
             )
         else:
             self.trigger_event(
-                self.Saved, knowledge_base_id=self.knowledge_base_id, content=content, timestamp=at
+                self.Saved,
+                knowledge_base_id=self.knowledge_base_id,
+                content=content,
+                timestamp=self._next(at),
             )
 
-    def unpublish(self, *, at: datetime) -> None:
+    def unpublish(self, *, at: datetime | None = None) -> None:
         if not self.published:
             raise InvalidState(f"article {self.id} is not published")
-        self.trigger_event(self.Unpublished, knowledge_base_id=self.knowledge_base_id, timestamp=at)
+        self.trigger_event(
+            self.Unpublished, knowledge_base_id=self.knowledge_base_id, timestamp=self._next(at)
+        )
 
 
 EVENT_TYPES: dict[type, str] = {
