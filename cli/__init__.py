@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import click
 from kbes.cli.article import article
+from kbes.cli.audit import audit_command
 from kbes.cli.events import events
 from kbes.cli.importer import import_folder
 from kbes.cli.kb import kb
+from kbes.cli.log import log
 from kbes.cli.rebuild import rebuild
 from kbes.cli.serve import serve
 from kbes.cli.tool import tool
@@ -28,3 +30,5 @@ main.add_command(tool)
 main.add_command(events)
 main.add_command(rebuild)
 main.add_command(serve)
+main.add_command(audit_command)
+main.add_command(log)

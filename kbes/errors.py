@@ -59,6 +59,12 @@ class UnsupportedResourceType(KbesError):
     code = "unsupported_resource_type"
 
 
+class InvalidVersion(KbesError):
+    """The article never had a version at that `updated_at`: a garbled or invented citation."""
+
+    code = "invalid"
+
+
 class InvalidState(KbesError):
     """The command does not apply to the article in its current state."""
 

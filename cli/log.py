@@ -1,0 +1,69 @@
+"""`kbes log export`: the notification log as JSON Lines, for auditors without the database."""
+
+from __future__ import annotations
+
+from typing import IO
+from uuid import UUID
+
+import click
+from eventsourcing.application import AggregateNotFoundError
+
+from kbes.application import KnowledgeBaseStore
+from kbes.cli.audit import existing_store
+from kbes.cli.options import db_option
+from kbes.knowledge_base import KnowledgeBase
+from kbes.log_export import export_log
+
+
+@click.group("log")
+def log() -> None:
+    """The notification log: every stored event, in sequence order."""
+
+
+@log.command("export")
+@db_option
+@click.option("--kb", "kb", metavar="ID", help="Only this knowledge base's events.")
+@click.option(
+    "--after",
+    default=0,
+    show_default=True,
+    type=click.IntRange(min=0),
+    help="Only events after this sequence (append to an earlier export).",
+)
+@click.option(
+    "--output",
+    "-o",
+    default="-",
+    type=click.File("wb"),
+    help="Write here instead of stdout.",
+)
+def export(db: str, kb: str | None, after: int, output: IO[bytes]) -> None:
+    """Write every event (sequence, type, ids, timestamp, payload) as JSON Lines.
+
+    `kbes log export > events.jsonl` then `kbes audit CITATIONS --log events.jsonl` gives the
+    answers `kbes audit CITATIONS --db` gives. Exports made with --after N can be appended to
+    an earlier one (`>> events.jsonl`).
+    """
+    with existing_store(db) as store:
+        knowledge_base_id = None
+        if kb is not None:
+            knowledge_base_id = _knowledge_base(store, kb)
+        export_log(store, output, knowledge_base_id=knowledge_base_id, after=after)
+
+
+def _knowledge_base(store: KnowledgeBaseStore, kb: str) -> UUID:
+    try:
+        kb_id = UUID(kb)
+    except ValueError:
+        raise click.BadParameter(
+            f"{kb!r} is not a knowledge-base id; see `kbes kb list`", param_hint="--kb"
+        ) from None
+    try:
+        found = store.repository.get(kb_id)
+    except AggregateNotFoundError:
+        found = None
+    if not isinstance(found, KnowledgeBase):
+        raise click.BadParameter(
+            f"no knowledge base {kb} in this database; see `kbes kb list`", param_hint="--kb"
+        )
+    return kb_id

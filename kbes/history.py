@@ -1,0 +1,259 @@
+"""Historical reads: an article as it was at one of its versions, and the list of its versions.
+
+Every answer here comes from an `EventSource`: either the live store (the version-history
+projection for the list of versions, `repository.get(id, version=n)` for the article at one of
+them) or an exported log (`kbes.log_export.LogSource`). Both sources hand back the `Article`
+aggregate folded by its own events, so an audit against either gives the same answer."""
+
+from __future__ import annotations
+
+import difflib
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Protocol
+from uuid import UUID
+
+from kbes.application import KnowledgeBaseStore
+from kbes.article import Article
+from kbes.clock import format_timestamp, parse_timestamp
+from kbes.errors import InvalidArgument, InvalidVersion, NotFound
+
+CONTENT_EVENTS = frozenset({"saved", "retitled"})
+"""Event types that change what an article says (its title or content)."""
+
+
+@dataclass(frozen=True)
+class Version:
+    """One version of an article: the event that made it and when."""
+
+    version: int
+    updated_at: str
+    """Canonical RFC 3339 UTC with microseconds, as citations carry it."""
+    at: datetime
+    type: str
+    sequence: int
+    """The notification id of the event in the log."""
+
+
+@dataclass(frozen=True)
+class ArticleHistory:
+    """Every version of one article, oldest first."""
+
+    article_id: UUID
+    knowledge_base_id: UUID
+    versions: tuple[Version, ...]
+
+    def as_of(self, instant: datetime | None) -> tuple[Version, ...]:
+        """The versions that existed at `instant` (all of them when None)."""
+        if instant is None:
+            return self.versions
+        return tuple(v for v in self.versions if v.at <= instant)
+
+    def at(self, instant: datetime) -> Version | None:
+        """The version whose `updated_at` is exactly `instant`, compared as instants."""
+        for version in self.versions:
+            if version.at == instant:
+                return version
+        return None
+
+
+@dataclass(frozen=True)
+class ArticleState:
+    """The article as it was at one version."""
+
+    knowledge_base_id: str
+    article_id: str
+    version: int
+    updated_at: str
+    type: str
+    title: str
+    content: str
+    published: bool
+
+
+class EventSource(Protocol):
+    """Where historical answers come from: the live store or an exported log.
+
+    Both implementations must agree on every answer for the same history; audit and the diff
+    tool use nothing else."""
+
+    def knowledge_base_created_at(self, knowledge_base_id: UUID) -> datetime | None:
+        """When the knowledge base was created, or None if it never existed."""
+        ...
+
+    def article_history(self, article_id: UUID) -> ArticleHistory | None:
+        """Every version of the article, or None if it never existed."""
+        ...
+
+    def article_at_version(self, article_id: UUID, version: int) -> Article:
+        """The aggregate folded from the article's first `version` events."""
+        ...
+
+
+class StoreSource:
+    """The live store as an event source: the version-history projection lists versions, and
+    `repository.get(id, version=n)` replays the article up to one of them."""
+
+    def __init__(self, store: KnowledgeBaseStore, *, catch_up: bool = True) -> None:
+        self.store = store
+        if catch_up:
+            # Versions come from the projection, so bring it to the head first; every version
+            # number it lists is then also in the event store.
+            store.catch_up()
+
+    def knowledge_base_created_at(self, knowledge_base_id: UUID) -> datetime | None:
+        row = self.store.views.knowledge_base(str(knowledge_base_id))
+        return None if row is None else parse_timestamp(row["created_at"])
+
+    def article_history(self, article_id: UUID) -> ArticleHistory | None:
+        row = self.store.views.article(str(article_id))
+        if row is None:
+            return None
+        versions = tuple(
+            Version(
+                version=r["version"],
+                updated_at=r["updated_at"],
+                at=parse_timestamp(r["updated_at"]),
+                type=r["type"],
+                sequence=r["notification_id"],
+            )
+            for r in self.store.views.versions(str(article_id))
+        )
+        return ArticleHistory(article_id, UUID(row["knowledge_base_id"]), versions)
+
+    def article_at_version(self, article_id: UUID, version: int) -> Article:
+        article: Article = self.store.repository.get(article_id, version=version)
+        return article
+
+
+class History:
+    """Historical reads over one event source, memoised for the life of this object (an audit
+    run, one tool call), since several citations often name the same article."""
+
+    def __init__(self, source: EventSource) -> None:
+        self.source = source
+        self._histories: dict[UUID, ArticleHistory | None] = {}
+        self._states: dict[tuple[UUID, int], ArticleState] = {}
+
+    @classmethod
+    def of(cls, store: KnowledgeBaseStore) -> History:
+        return cls(StoreSource(store))
+
+    def knowledge_base_exists(self, knowledge_base_id: UUID, as_of: datetime | None = None) -> bool:
+        created = self.source.knowledge_base_created_at(knowledge_base_id)
+        return created is not None and (as_of is None or created <= as_of)
+
+    def history(self, article_id: UUID) -> ArticleHistory | None:
+        if article_id not in self._histories:
+            self._histories[article_id] = self.source.article_history(article_id)
+        return self._histories[article_id]
+
+    def state(self, history: ArticleHistory, version: Version) -> ArticleState:
+        """The article as it was at `version` (one of `history.versions`)."""
+        key = (history.article_id, version.version)
+        if key not in self._states:
+            article = self.source.article_at_version(history.article_id, version.version)
+            if article.version != version.version:
+                raise RuntimeError(
+                    f"article {history.article_id}: asked for version {version.version}, "
+                    f"the event source replayed to {article.version}"
+                )
+            self._states[key] = ArticleState(
+                knowledge_base_id=str(article.knowledge_base_id),
+                article_id=str(article.id),
+                version=article.version,
+                updated_at=format_timestamp(article.updated_at),
+                type=version.type,
+                title=article.title,
+                content=article.content,
+                published=article.published,
+            )
+        return self._states[key]
+
+    def versions(self, article_id: UUID | str) -> list[Version]:
+        """Every version of the article with its time and event type; `not_found` if none."""
+        return list(self._require(article_id).versions)
+
+    def article_at(self, article_id: UUID | str, updated_at: datetime | str) -> ArticleState:
+        """The article as it was at exactly `updated_at`; `invalid` if it never had that
+        version, `not_found` if there is no such article."""
+        history = self._require(article_id)
+        instant = _instant(updated_at)
+        version = history.at(instant)
+        if version is None:
+            raise InvalidVersion(
+                f"article {history.article_id} never had a version at "
+                f"{format_timestamp(instant)}; check the citation's updated_at",
+                updated_at=format_timestamp(instant),
+            )
+        return self.state(history, version)
+
+    def article_as_of(self, article_id: UUID | str, instant: datetime | str) -> ArticleState | None:
+        """The article as it stood at `instant` (its latest version then), or None if it did
+        not exist yet."""
+        history = self._require(article_id)
+        versions = history.as_of(_instant(instant))
+        return self.state(history, versions[-1]) if versions else None
+
+    def _require(self, article_id: UUID | str) -> ArticleHistory:
+        parsed = article_id if isinstance(article_id, UUID) else _maybe_uuid(article_id)
+        history = None if parsed is None else self.history(parsed)
+        if history is None:
+            raise NotFound(f"no article {article_id} in this log")
+        return history
+
+
+def article_versions(store: KnowledgeBaseStore, article_id: UUID | str) -> list[Version]:
+    """Every version of an article in the live store, oldest first."""
+    return History.of(store).versions(article_id)
+
+
+def article_at(
+    store: KnowledgeBaseStore, article_id: UUID | str, updated_at: datetime | str
+) -> ArticleState:
+    """The article in the live store as it was at exactly `updated_at`."""
+    return History.of(store).article_at(article_id, updated_at)
+
+
+def article_text(state: ArticleState) -> str:
+    """The text a diff compares: the title as a heading, then the content, so a retitle shows."""
+    return f"# {state.title}\n\n{state.content}"
+
+
+def unified_diff(old: ArticleState, new: ArticleState, *, context: int = 3) -> str:
+    """A unified diff of the article from `old` to `new`, labelled `<article_id>@<updated_at>`;
+    empty when title and content are the same."""
+    lines = difflib.unified_diff(
+        article_text(old).splitlines(),
+        article_text(new).splitlines(),
+        fromfile=f"{old.article_id}@{old.updated_at}",
+        tofile=f"{new.article_id}@{new.updated_at}",
+        n=context,
+        lineterm="",
+    )
+    text = "\n".join(lines)
+    return f"{text}\n" if text else ""
+
+
+def _instant(value: datetime | str) -> datetime:
+    if isinstance(value, datetime) and value.tzinfo is not None:
+        return value
+    try:
+        return parse_timestamp(value) if isinstance(value, str) else _naive(value)
+    except ValueError as e:
+        raise InvalidArgument(
+            f"{value!r} is not an RFC 3339 time with an offset ({e}); "
+            "pass e.g. 2026-11-30T09:00:00.000000Z",
+            field="updated_at",
+        ) from None
+
+
+def _naive(value: datetime) -> datetime:
+    raise ValueError("a naive datetime is ambiguous")
+
+
+def _maybe_uuid(value: str) -> UUID | None:
+    try:
+        return UUID(value)
+    except (ValueError, TypeError, AttributeError):
+        return None
