@@ -73,9 +73,7 @@ def parse_as_of(value: str | None) -> datetime | None:
 
 def read_citation_lines(path: str) -> list[bytes]:
     try:
-        if path == "-":
-            return click.get_binary_stream("stdin").read().splitlines()
-        with open(path, "rb") as f:
+        with click.open_file(path, "rb") as f:
             return f.read().splitlines()
     except OSError as e:
         raise AuditInputError(f"cannot read citations file {path!r}: {e}") from None
