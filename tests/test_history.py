@@ -4,8 +4,8 @@ directly as a tool."""
 from __future__ import annotations
 
 import io
-from collections.abc import Iterator
 import json
+from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from uuid import UUID, uuid4
