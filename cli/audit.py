@@ -31,8 +31,9 @@ class AuditInputError(click.ClickException):
 @contextmanager
 def existing_store(db: str) -> Iterator[KnowledgeBaseStore]:
     """Open an existing database only: auditing or exporting a mistyped path must not create
-    an empty database and report that it holds nothing."""
-    if db != ":memory:" and not os.path.isfile(db):
+    an empty database and report that it holds nothing. (A postgresql:// URL is passed on.)"""
+    is_file = db != ":memory:" and "://" not in db and not db.startswith("file:")
+    if is_file and not os.path.isfile(db):
         raise AuditInputError(
             f"no kbes database at {db!r}; pass --db PATH (or set KBES_DB) to an existing "
             "database, or audit an exported log with --log EVENTS.jsonl"
