@@ -275,6 +275,10 @@ class KnowledgeBaseStore(Application):
             return replay
         article = self._editable_article(kb, article_id, request.article_id)
         if article.updated_at != request.expected_version:
+            # The same key may have committed (from another process) since the check above.
+            replay = self._replay(kb, request.idempotency_key, fingerprint)
+            if replay is not None:
+                return replay
             raise _version_conflict(article, request.expected_version)
         title = None if isinstance(request.title, msgspec.UnsetType) else request.title
         article.save(request.content, title, at=next_timestamp(self.clock, article.updated_at))

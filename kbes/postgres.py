@@ -163,18 +163,22 @@ class PostgresFeedRecorder(PostgresApplicationRecorder):
         ).format(schema=schema, feed=feed)
         # The head and the page in one statement: in autocommit, one statement is one
         # snapshot, and the table lock makes ids commit in order, so nothing at or below the
-        # head can appear later. The page walks kb_feed's primary key, then fetches each event
-        # by its unique notification_id index: O(page), whatever the size of the log.
+        # head can appear later. The page is cut from kb_feed's primary key first, then each
+        # event is fetched by its unique notification_id index: O(page), whatever the size of
+        # the log. The LIMITs keep both subqueries from being flattened into a plain join, for
+        # which the planner may choose a merge join walking the events index from the start,
+        # or (in a generic plan of the prepared statement) a hash join over a scan of the log.
         self.select_feed_statement = SQL(
             "SELECT h.head, p.notification_id, p.originator_id, p.originator_version, "
             "p.topic, p.state "
             "FROM (SELECT max(notification_id) AS head FROM {schema}.{events}) AS h "
             "LEFT JOIN LATERAL ("
             "SELECT e.notification_id, e.originator_id, e.originator_version, e.topic, e.state "
-            "FROM {schema}.{feed} AS f "
-            "JOIN {schema}.{events} AS e ON e.notification_id = f.notification_id "
-            "WHERE f.knowledge_base_id = %s AND f.notification_id > %s "
-            "ORDER BY f.notification_id LIMIT %s"
+            "FROM (SELECT notification_id FROM {schema}.{feed} "
+            "WHERE knowledge_base_id = %s AND notification_id > %s "
+            "ORDER BY notification_id LIMIT %s) AS f "
+            "CROSS JOIN LATERAL (SELECT * FROM {schema}.{events} "
+            "WHERE notification_id = f.notification_id LIMIT 1) AS e"
             ") AS p ON true "
             "ORDER BY p.notification_id"
         ).format(schema=schema, feed=feed, events=events)
@@ -199,17 +203,38 @@ class PostgresFeedRecorder(PostgresApplicationRecorder):
         )
         return curs.fetchone() is not None
 
+    def _insert_events(
+        self,
+        curs: Cursor[DictRow],
+        stored_events: Sequence[StoredEvent],
+        **kwargs: Any,
+    ) -> None:
+        """Check the feed entries before any event is inserted. eventsourcing swallows (and
+        re-raises after commit) a Python error raised once the events are in, so nothing that
+        can fail in Python may happen after that point."""
+        feed: Sequence[str | None] = kwargs.get(FEED_KWARG) or ()
+        if feed:
+            if len(feed) != len(stored_events):
+                raise ValueError(f"{FEED_KWARG} has {len(feed)} entries for {len(stored_events)}")
+            for kb in feed:
+                if kb is not None:
+                    UUID(hex=kb)
+        super()._insert_events(curs, stored_events, **kwargs)
+
     def _fetch_ids_after_insert_events(
         self,
         curs: Cursor[DictRow],
         stored_events: Sequence[StoredEvent],
         **kwargs: Any,
     ) -> Sequence[int] | None:
-        """Write the feed rows of the events just inserted: same transaction, table lock held."""
+        """Write the feed rows of the events just inserted: same transaction, table lock held.
+        A database error here aborts the transaction, so the events roll back with it."""
         ids = super()._fetch_ids_after_insert_events(curs, stored_events, **kwargs)
         feed: Sequence[str | None] = kwargs.get(FEED_KWARG) or ()
         if feed and ids:
-            rows = [(UUID(kb), nid) for kb, nid in zip(feed, ids, strict=True) if kb is not None]
+            rows = [
+                (UUID(hex=kb), nid) for kb, nid in zip(feed, ids, strict=True) if kb is not None
+            ]
             if rows:
                 # A nested pipeline block syncs on exit, so a failure raises here, inside
                 # eventsourcing's error handling, rather than at commit.
