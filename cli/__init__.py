@@ -11,6 +11,7 @@ from kbes.cli.kb import kb
 from kbes.cli.log import log
 from kbes.cli.rebuild import rebuild
 from kbes.cli.serve import serve
+from kbes.cli.sim import sim
 from kbes.cli.tool import tool
 
 
@@ -32,3 +33,4 @@ main.add_command(rebuild)
 main.add_command(serve)
 main.add_command(audit_command)
 main.add_command(log)
+main.add_command(sim)

@@ -1,0 +1,355 @@
+"""Running the experiments: one fresh store per run (seed x experiment), and the figures summed
+over the seeds.
+
+A run is independent of every other run (its own database file, its own simulated clock), so
+runs go to a pool of worker processes, one per core by default; the figures do not depend on the
+order or the number of workers. Each worker writes its own trace part; they are joined in run
+order afterwards, so a trace is the same whatever `--jobs` was."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import tempfile
+import time
+from collections import Counter
+from collections.abc import Callable, Sequence
+from concurrent.futures import ProcessPoolExecutor
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any, Literal
+
+from kbes import format_timestamp
+from kbes.sims.agent import Agent
+from kbes.sims.day import DayParameters, generate_day
+from kbes.sims.edits import EditsRun, format_delay, run_edits
+from kbes.sims.people import People
+from kbes.sims.staleness import STRATEGIES, StalenessRun, run_staleness
+from kbes.sims.trace import NullTrace, Trace
+
+RunKind = Literal["popularity", "uniform", "edits"]
+
+
+@dataclass(frozen=True)
+class Task:
+    """One run: a seed's day, played for one experiment."""
+
+    seed: int
+    run: RunKind
+    delay: int | None = None
+
+    @property
+    def name(self) -> str:
+        if self.run == "edits":
+            return f"seed {self.seed} edits {format_delay(self.delay or 0)}"
+        return f"seed {self.seed} {self.run}"
+
+    @property
+    def slug(self) -> str:
+        suffix = f"-{self.delay}us" if self.run == "edits" else ""
+        return f"seed{self.seed}-{self.run}{suffix}"
+
+
+@dataclass(frozen=True)
+class Settings:
+    parameters: DayParameters
+    per_seed: int
+    workdir: Path
+    db: Path | None = None
+    trace: bool = False
+
+
+@dataclass
+class TaskResult:
+    task: Task
+    staleness: StalenessRun | None = None
+    edits: EditsRun | None = None
+    top10: tuple[int, int, int, int, float] = (0, 0, 0, 0, 0.0)
+    """Questions on the top 10, questions, saves on the top 10, saves, Zipf weight of the top 10."""
+    calls: dict[str, int] = field(default_factory=dict)
+    bytes: dict[str, int] = field(default_factory=dict)
+    seconds: dict[str, float] = field(default_factory=dict)
+    trace_part: str | None = None
+
+
+def run_task(task: Task, settings: Settings) -> TaskResult:
+    """Play one run in a fresh store (or its own knowledge base of the `--db` file)."""
+    seconds: Counter[str] = Counter()
+    started = time.perf_counter()
+    variant = "uniform" if task.run == "uniform" else "popularity"
+    day = generate_day(task.seed, settings.parameters, variant)
+    seconds["generate"] += time.perf_counter() - started
+
+    trace_part = settings.workdir / f"{task.slug}.trace.jsonl" if settings.trace else None
+    trace: Trace = NullTrace()
+    if trace_part is not None:
+        trace_part.unlink(missing_ok=True)
+        trace = Trace(trace_part, seed=task.seed, run=task.run)
+        trace.write(
+            "run",
+            parameters=asdict(settings.parameters),
+            delay_seconds=None if task.delay is None else task.delay / 1_000_000,
+            day_start=format_timestamp(day.start),
+        )
+        for q in day.questions:
+            trace.write(
+                "question",
+                number=q.number,
+                at=format_timestamp(day.instant(q.at)),
+                article=q.article,
+                query=q.query,
+            )
+
+    started = time.perf_counter()
+    db = settings.db or settings.workdir / f"{task.slug}.sqlite"
+    people = People(
+        day,
+        db,
+        trace=trace,
+        knowledge_base_name=f"kbes sim: {task.name}",
+        throwaway=settings.db is None,
+    )
+    seconds["setup"] += time.perf_counter() - started
+    agent = Agent(
+        people.store,
+        people.knowledge_base_id,
+        clock_at=lambda: format_timestamp(people.clock.now()),
+        trace=trace,
+    )
+    result = TaskResult(task=task)
+    try:
+        if task.run == "edits":
+            result.edits = run_edits(day, people, agent, task.delay or 0, settings.per_seed)
+        else:
+            result.staleness = run_staleness(day, people, agent)
+    finally:
+        people.close()
+        trace.close()
+    top = {i for i, r in enumerate(day.rank) if r <= 10}
+    result.top10 = (
+        sum(1 for q in day.questions if q.article in top),
+        len(day.questions),
+        sum(1 for s in day.saves if s.article in top),
+        len(day.saves),
+        sum(day.weights[:10]),
+    )
+    seconds.update(agent.meter.seconds)
+    seconds["total"] = time.perf_counter() - started + seconds["generate"]
+    result.calls = dict(agent.meter.calls)
+    result.bytes = dict(agent.meter.bytes)
+    result.seconds = dict(seconds)
+    result.trace_part = str(trace_part) if trace_part else None
+    return result
+
+
+def plan_tasks(
+    seeds: Sequence[int], *, popularity: bool, uniform: bool, delays: Sequence[int]
+) -> list[Task]:
+    tasks: list[Task] = []
+    for seed in seeds:
+        if popularity:
+            tasks.append(Task(seed, "popularity"))
+        if uniform:
+            tasks.append(Task(seed, "uniform"))
+        tasks.extend(Task(seed, "edits", d) for d in delays)
+    return tasks
+
+
+def run_tasks(
+    tasks: Sequence[Task],
+    settings: Settings,
+    *,
+    jobs: int = 1,
+    on_done: Callable[[TaskResult], None] | None = None,
+) -> list[TaskResult]:
+    """Run every task; results come back in task order whatever the number of workers."""
+    if jobs <= 1 or len(tasks) <= 1:
+        results = []
+        for task in tasks:
+            results.append(run_task(task, settings))
+            if on_done:
+                on_done(results[-1])
+        return results
+    with ProcessPoolExecutor(max_workers=min(jobs, len(tasks))) as pool:
+        futures = [pool.submit(run_task, task, settings) for task in tasks]
+        results = []
+        for future in futures:
+            results.append(future.result())
+            if on_done:
+                on_done(results[-1])
+        return results
+
+
+def default_jobs() -> int:
+    return max(1, min(os.cpu_count() or 1, 8))
+
+
+class Workdir:
+    """Where a run keeps its databases: a fresh temporary folder, removed afterwards unless
+    kept. A `--db` file, given by the user, is never removed."""
+
+    def __init__(self, keep: bool) -> None:
+        self.path = Path(tempfile.mkdtemp(prefix="kbes-sim-"))
+        self.keep = keep
+
+    def close(self) -> None:
+        if not self.keep:
+            shutil.rmtree(self.path, ignore_errors=True)
+
+
+def join_traces(results: Sequence[TaskResult], destination: Path) -> None:
+    """Concatenate the runs' trace parts, in run order, into `destination`."""
+    with destination.open("wb") as out:
+        for r in results:
+            if r.trace_part:
+                with open(r.trace_part, "rb") as part:
+                    shutil.copyfileobj(part, out)
+
+
+# Figures ---------------------------------------------------------------------------------
+
+
+def _share(part: int, whole: int) -> float:
+    return round(100 * part / whole, 1) if whole else 0.0
+
+
+def staleness_rows(results: Sequence[TaskResult], run: RunKind) -> list[dict[str, Any]]:
+    """Per hour, summed over seeds."""
+    rows: dict[int, Counter[str]] = {}
+    for r in results:
+        if r.task.run != run or r.staleness is None:
+            continue
+        for c in r.staleness.checks:
+            row = rows.setdefault(c.hour, Counter())
+            for key in (
+                "citations", "answers", "stale", "changed", "gone", "answers_with_stale",
+                "title_caught",
+            ):  # fmt: skip
+                row[key] += getattr(c, key)
+    out = []
+    for hour in sorted(rows):
+        row = rows[hour]
+        out.append(
+            {
+                "hour": hour,
+                "citations": row["citations"],
+                "stale": row["stale"],
+                "stale_share": _share(row["stale"], row["citations"]),
+                "changed": row["changed"],
+                "gone": row["gone"],
+                "answers": row["answers"],
+                "answers_with_stale": row["answers_with_stale"],
+                "answers_with_stale_share": _share(row["answers_with_stale"], row["answers"]),
+                "title_caught": row["title_caught"],
+                "title_caught_share": _share(row["title_caught"], row["stale"]),
+            }
+        )
+    return out
+
+
+def cost_figures(results: Sequence[TaskResult]) -> dict[str, Any]:
+    """Calls and KiB per strategy over every check of the popularity-driven runs."""
+    checks = 0
+    calls: Counter[str] = Counter()
+    size: Counter[str] = Counter()
+    cursor_calls = cursor_bytes = 0
+    answer_calls = answer_bytes = 0
+    for r in results:
+        if r.task.run != "popularity" or r.staleness is None:
+            continue
+        checks += len(r.staleness.checks)
+        for c in r.staleness.checks:
+            calls.update(c.calls)
+            size.update(c.bytes)
+        cursor_calls += r.staleness.cursor_start_calls
+        cursor_bytes += r.staleness.cursor_start_bytes
+        answer_calls += r.calls.get("answer", 0)
+        answer_bytes += r.bytes.get("answer", 0)
+    strategies = {}
+    for s in STRATEGIES:
+        kib = size[s] / 1024
+        strategies[s] = {
+            "calls": calls[s],
+            "bytes": size[s],
+            "kib": round(kib, 1),
+            "calls_per_check": round(calls[s] / checks, 1) if checks else 0.0,
+            "kib_per_check": round(kib / checks, 1) if checks else 0.0,
+        }
+    return {
+        "checks": checks,
+        "strategies": strategies,
+        "cursor_start": {"calls": cursor_calls, "bytes": cursor_bytes},
+        "answering": {"calls": answer_calls, "bytes": answer_bytes},
+    }
+
+
+def edits_rows(results: Sequence[TaskResult]) -> list[dict[str, Any]]:
+    by_delay: dict[int, Counter[str]] = {}
+    for r in results:
+        if r.edits is None:
+            continue
+        row = by_delay.setdefault(r.edits.delay, Counter())
+        for key, value in asdict(r.edits).items():
+            if key != "delay":
+                row[key] += value
+    out = []
+    for delay in sorted(by_delay):
+        row = by_delay[delay]
+        out.append(
+            {
+                "delay": format_delay(delay),
+                "delay_seconds": delay / 1_000_000,
+                "edits": row["edits"],
+                "eligible_answers": row["eligible_answers"],
+                "first_try_saved": row["first_try_saved"],
+                "version_moved": row["version_moved"],
+                "version_moved_share": _share(row["version_moved"], row["edits"]),
+                "unpublished": row["unpublished"],
+                "retried": row["version_moved"],
+                "retry_saved": row["retry_saved"],
+                "replays": row["replays"],
+                "replays_wrote_nothing": row["replays_wrote_nothing"],
+                "no_citation": row["no_citation"],
+            }
+        )
+    return out
+
+
+def top10_figures(results: Sequence[TaskResult]) -> dict[str, Any]:
+    seen: dict[int, tuple[int, int, int, int, float]] = {}
+    for r in results:
+        if r.task.run == "popularity":
+            seen[r.task.seed] = r.top10
+    if not seen:  # only edits or uniform runs: their questions follow the same ranking
+        for r in results:
+            if r.task.run == "edits":
+                seen.setdefault(r.task.seed, r.top10)
+    q = sum(v[0] for v in seen.values())
+    nq = sum(v[1] for v in seen.values())
+    s = sum(v[2] for v in seen.values())
+    ns = sum(v[3] for v in seen.values())
+    weight = next(iter(seen.values()))[4] if seen else 0.0
+    return {
+        "questions": q,
+        "questions_total": nq,
+        "questions_share": _share(q, nq),
+        "saves": s,
+        "saves_total": ns,
+        "saves_share": _share(s, ns),
+        "zipf_weight_share": round(100 * weight, 1),
+    }
+
+
+def timing_figures(results: Sequence[TaskResult], wall: float, jobs: int) -> dict[str, Any]:
+    parts: Counter[str] = Counter()
+    by_run: Counter[str] = Counter()
+    for r in results:
+        parts.update(r.seconds)
+        key = "edits " + format_delay(r.task.delay or 0) if r.task.run == "edits" else r.task.run
+        by_run[key] += r.seconds.get("total", 0.0)
+    return {
+        "wall_seconds": round(wall, 3),
+        "jobs": jobs,
+        "phases": {k: round(v, 3) for k, v in sorted(parts.items())},
+        "runs": {k: round(v, 3) for k, v in by_run.items()},
+    }

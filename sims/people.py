@@ -1,0 +1,127 @@
+"""The people's side of a simulated day: the store, the imported articles, and the saves.
+
+People use the store's own commands (`add_articles`, `save_article`, `unpublish_article`): last
+writer wins, no versions. The simulated clock is set before every action, so the log carries
+the day's timestamps. The ground truth of a citation comes from here too: the article's current
+`updated_at` and whether it is still published, as the store recorded them: the timestamp of
+the event each save wrote, read back from the log (not through the agent's tools)."""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from dataclasses import dataclass
+from datetime import datetime
+from pathlib import Path
+
+from kbes import KnowledgeBaseStore, SimulatedClock, format_timestamp, open_store
+from kbes.sims.day import Day, Save
+from kbes.sims.trace import Trace
+
+
+@dataclass(frozen=True)
+class AppliedSave:
+    """A save as the store recorded it: the version it produced."""
+
+    at: int
+    article_id: str
+    kind: str
+    updated_at: datetime
+    sequence: int
+
+
+class People:
+    """One run's store with the day's articles in it, and the people who save them."""
+
+    def __init__(
+        self,
+        day: Day,
+        db: Path,
+        *,
+        trace: Trace,
+        knowledge_base_name: str,
+        throwaway: bool,
+    ) -> None:
+        self.day = day
+        self.clock = SimulatedClock(day.start)
+        # Simulation databases are throwaway: synchronous=OFF skips the fsyncs (a power cut could
+        # lose them, which does not matter for a temporary file). A --db file given by the user
+        # keeps the product's durability.
+        self.store: KnowledgeBaseStore = open_store(
+            db, clock=self.clock, synchronous="OFF" if throwaway else None
+        )
+        self.trace = trace
+        self.knowledge_base_id = str(self.store.create_knowledge_base(knowledge_base_name))
+        before = self.head()
+        ids = self.store.add_articles(
+            self.knowledge_base_id, zip(day.titles, day.contents, strict=True), publish=True
+        )
+        self.article_ids = [str(i) for i in ids]
+        self.index = {a: i for i, a in enumerate(self.article_ids)}
+        self.history: dict[str, list[AppliedSave]] = defaultdict(list)
+        # Each imported article's version is the timestamp of its last event (Published).
+        self.current: dict[str, tuple[datetime, bool]] = {}
+        imported = self.store.recorder.select_notifications(
+            start=before + 1, limit=2 * len(ids) + 1
+        )
+        for notification in imported:
+            event = self.store.mapper.to_domain_event(notification)
+            self.current[str(event.originator_id)] = (event.timestamp, True)
+        if set(self.current) != set(self.article_ids):
+            raise RuntimeError("the import's events do not match the imported articles")
+        if trace.enabled:
+            for i, article_id in enumerate(self.article_ids):
+                trace.write(
+                    "article",
+                    index=i,
+                    rank=day.rank[i],
+                    article_id=article_id,
+                    title=day.titles[i],
+                    content=day.contents[i],
+                    updated_at=format_timestamp(self.current[article_id][0]),
+                )
+
+    def at(self, offset: int) -> None:
+        """Move the simulated clock to `offset` µs after the day's start."""
+        self.clock.set(self.day.instant(offset))
+
+    def apply(self, save: Save) -> AppliedSave:
+        self.at(save.at)
+        kb, article_id = self.knowledge_base_id, self.article_ids[save.article]
+        if save.kind == "unpublish":
+            sequence = self.store.unpublish_article(kb, article_id)
+        else:
+            sequence = self.store.save_article(kb, article_id, content=save.content, title=save.title)
+        applied = AppliedSave(save.at, article_id, save.kind, self._recorded(sequence), sequence)
+        self.history[article_id].append(applied)
+        self.current[article_id] = (applied.updated_at, save.kind != "unpublish")
+        if self.trace.enabled:
+            self.trace.write(
+                "save",
+                at=format_timestamp(self.day.instant(save.at)),
+                article=save.article,
+                article_id=article_id,
+                action=save.kind,
+                title=save.title,
+                content=save.content,
+                updated_at=format_timestamp(applied.updated_at),
+                sequence=sequence,
+            )
+        return applied
+
+    def _recorded(self, sequence: int) -> datetime:
+        """The timestamp of the event at `sequence`: the version the save produced."""
+        (notification,) = self.store.recorder.select_notifications(start=sequence, limit=1)
+        return self.store.mapper.to_domain_event(notification).timestamp
+
+    def truth(self, article_id: str) -> tuple[datetime, bool]:
+        """The article's current version and whether it is published. Only people write in a
+        staleness run, so the last save's recorded version is the current one; tests compare
+        this with the aggregates."""
+        return self.current[article_id]
+
+    def head(self) -> int:
+        """The log's last notification id: unchanged means nothing was written."""
+        return self.store.recorder.max_notification_id() or 0
+
+    def close(self) -> None:
+        self.store.close()

@@ -1,0 +1,226 @@
+"""The staleness checks: every hour, every citation given so far, checked three ways.
+
+- Ground truth: the article's current `updated_at` differs from the cited one, or it is
+  unpublished ("gone"). Read from the aggregate, not through the tools.
+- Title-only: re-search each cited title (its content words, as the agent types any query);
+  a citation is caught when no hit carries exactly its title (the article was retitled or
+  unpublished). A content edit under the same title looks fine.
+- Re-read: `read_knowledge_article` of each cited article; stale when the version moved or the
+  read says `gone`.
+- Poll: `poll_resource_events` from a cursor kept between checks (pages of up to 100); stale
+  when an event for the article is later than the cited version.
+
+The re-read and poll strategies must equal the ground truth at every check, and the title-only
+check must catch exactly the stale citations whose article was retitled or unpublished since the
+read: anything else stops the run with a `SimulationError`."""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from datetime import datetime
+
+from kbes import KbesError, format_timestamp, parse_timestamp
+from kbes.sims.agent import Agent, Cited, SimulationError
+from kbes.sims.day import HOUR, Day
+from kbes.sims.people import People
+from kbes.sims.text import keywords
+
+TITLE_SEARCH_LIMIT = 5
+"""Hits asked for when re-searching a title: the exact title ranks first when it exists."""
+
+POLL_PAGE = 100
+STRATEGIES = ("title", "read", "poll")
+
+
+@dataclass
+class CheckFigures:
+    """One hourly check of one run."""
+
+    hour: int
+    citations: int
+    answers: int
+    stale: int
+    changed: int
+    gone: int
+    answers_with_stale: int
+    title_caught: int
+    calls: dict[str, int] = field(default_factory=dict)
+    bytes: dict[str, int] = field(default_factory=dict)
+
+
+@dataclass
+class StalenessRun:
+    """All checks of one run, plus the calls spent setting the poll cursor before the day."""
+
+    checks: list[CheckFigures]
+    cursor_start_calls: int
+    cursor_start_bytes: int
+
+
+class Checker:
+    """Runs the hourly checks for one agent, keeping the poll cursor between them."""
+
+    def __init__(self, people: People, agent: Agent) -> None:
+        self.people = people
+        self.agent = agent
+        self.cursor = 0
+        self.latest: dict[str, tuple[datetime, str]] = {}
+
+    def start_cursor(self) -> tuple[int, int]:
+        """Page the feed from 0 to its head before the day starts, so the first hourly poll
+        resumes after the import. Returns (calls, bytes) spent, reported apart from the checks."""
+        calls = size = 0
+        while True:
+            before = self.agent.meter.bytes["cursor"]
+            page = self._poll_page("cursor")
+            calls += 1
+            size += self.agent.meter.bytes["cursor"] - before
+            if not page:
+                return calls, size
+
+    def _poll_page(self, purpose: str) -> bool:
+        """Poll one page from the cursor; True if there is more to fetch right away."""
+        page = self.agent.poll(purpose, self.cursor, POLL_PAGE)
+        if isinstance(page, KbesError):
+            raise SimulationError(f"poll refused: {page.to_dict()}")
+        for event in page.events:
+            self.latest[event.article_id] = (parse_timestamp(event.updated_at), event.type)
+        self.cursor = page.next_sequence
+        return page.has_more
+
+    def check(self, hour: int, citations: list[Cited], answers: int) -> CheckFigures:
+        meter = self.agent.meter
+        calls_before = {s: meter.calls[f"check:{s}"] for s in STRATEGIES}
+        bytes_before = {s: meter.bytes[f"check:{s}"] for s in STRATEGIES}
+
+        started = time.perf_counter()
+        truth: set[int] = set()
+        gone: set[int] = set()
+        retitled_or_gone: set[int] = set()
+        current: dict[str, tuple[datetime, bool]] = {}
+        for i, c in enumerate(citations):
+            if c.article_id not in current:
+                current[c.article_id] = self.people.truth(c.article_id)
+            updated_at, published = current[c.article_id]
+            if not published:
+                truth.add(i)
+                gone.add(i)
+            elif updated_at != c.updated_at:
+                truth.add(i)
+            if any(
+                s.kind in ("retitle", "unpublish") and s.updated_at > c.updated_at
+                for s in self.people.history.get(c.article_id, ())
+            ):
+                retitled_or_gone.add(i)
+        meter.seconds["check:truth"] += time.perf_counter() - started
+
+        started = time.perf_counter()
+        by_read = self._by_read(citations)
+        meter.seconds["check:read"] += time.perf_counter() - started
+        started = time.perf_counter()
+        by_poll = self._by_poll(citations)
+        meter.seconds["check:poll"] += time.perf_counter() - started
+        started = time.perf_counter()
+        by_title = self._by_title(citations)
+        meter.seconds["check:title"] += time.perf_counter() - started
+
+        for name, found in (("re-read", by_read), ("poll", by_poll)):
+            if found != truth:
+                raise SimulationError(
+                    f"hour {hour}: the {name} strategy found {len(found)} stale citations, the "
+                    f"ground truth {len(truth)}; missed {sorted(truth - found)[:5]}, "
+                    f"false {sorted(found - truth)[:5]}"
+                )
+        if by_title != retitled_or_gone:
+            raise SimulationError(
+                f"hour {hour}: the title-only check caught {len(by_title)} citations; exactly "
+                f"the {len(retitled_or_gone)} whose article was retitled or unpublished since the "
+                f"read were expected (differences: {sorted(by_title ^ retitled_or_gone)[:5]})"
+            )
+        if not by_title <= truth:
+            raise SimulationError(f"hour {hour}: the title-only check flagged a fresh citation")
+
+        return CheckFigures(
+            hour=hour,
+            citations=len(citations),
+            answers=answers,
+            stale=len(truth),
+            changed=len(truth - gone),
+            gone=len(gone),
+            answers_with_stale=len({citations[i].answer for i in truth}),
+            title_caught=len(by_title),
+            calls={s: meter.calls[f"check:{s}"] - calls_before[s] for s in STRATEGIES},
+            bytes={s: meter.bytes[f"check:{s}"] - bytes_before[s] for s in STRATEGIES},
+        )
+
+    def _by_read(self, citations: list[Cited]) -> set[int]:
+        seen: dict[str, datetime | None] = {}
+        for c in citations:
+            if c.article_id in seen:
+                continue
+            result = self.agent.read("check:read", c.article_id)
+            if isinstance(result, KbesError):
+                if result.code != "gone":
+                    raise SimulationError(f"re-read of a cited article: {result.to_dict()}")
+                seen[c.article_id] = None
+            else:
+                seen[c.article_id] = parse_timestamp(result.updated_at)
+        return {
+            i
+            for i, c in enumerate(citations)
+            if seen[c.article_id] is None or seen[c.article_id] != c.updated_at
+        }
+
+    def _by_poll(self, citations: list[Cited]) -> set[int]:
+        while self._poll_page("check:poll"):
+            pass
+        stale: set[int] = set()
+        for i, c in enumerate(citations):
+            latest = self.latest.get(c.article_id)
+            if latest is not None and (latest[1] == "unpublished" or latest[0] > c.updated_at):
+                stale.add(i)
+        return stale
+
+    def _by_title(self, citations: list[Cited]) -> set[int]:
+        still_there: dict[str, bool] = {}
+        for c in citations:
+            if c.title in still_there:
+                continue
+            result = self.agent.search("check:title", keywords(c.title), TITLE_SEARCH_LIMIT)
+            if isinstance(result, KbesError):
+                raise SimulationError(f"title search refused: {result.to_dict()}")
+            still_there[c.title] = any(hit.title == c.title for hit in result.hits)
+        return {i for i, c in enumerate(citations) if not still_there[c.title]}
+
+
+def run_staleness(day: Day, people: People, agent: Agent) -> StalenessRun:
+    """Play the day: people's saves, the agent's answers, and a check at the end of each hour."""
+    checker = Checker(people, agent)
+    cursor_calls, cursor_bytes = checker.start_cursor()
+    citations: list[Cited] = []
+    answers = 0
+    checks: list[CheckFigures] = []
+    timeline: list[tuple[int, int, object]] = [(s.at, 0, s) for s in day.saves]
+    timeline += [(q.at, 1, q) for q in day.questions]
+    timeline += [(h * HOUR, 2, h) for h in range(1, day.parameters.hours + 1)]
+    timeline.sort(key=lambda item: (item[0], item[1]))
+    meter = agent.meter
+    for at, what, item in timeline:
+        people.at(at)
+        started = time.perf_counter()
+        if what == 0:
+            people.apply(item)  # type: ignore[arg-type]
+            meter.seconds["saves"] += time.perf_counter() - started
+        elif what == 1:
+            citations.extend(agent.answer(item))  # type: ignore[arg-type]
+            answers += 1
+            meter.seconds["answers"] += time.perf_counter() - started
+        else:
+            figures = checker.check(item, citations, answers)  # type: ignore[arg-type]
+            checks.append(figures)
+            if agent.trace.enabled:
+                agent.trace.write(
+                    "check", at=format_timestamp(day.instant(at)), **figures.__dict__
+                )
+    return StalenessRun(checks, cursor_calls, cursor_bytes)
