@@ -11,6 +11,7 @@ import multiprocessing as mp
 import os
 import subprocess
 import sys
+import threading
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -229,7 +230,11 @@ def kbes_tool(url: str, views: Path, name: str, *arguments: str) -> dict[str, An
     """Run `kbes tool NAME ARGS` in its own process against the shared log, with its own
     views file."""
     script = Path(sys.executable).with_name("kbes")
-    command = [str(script)] if script.exists() else [sys.executable, "-m", "kbes.cli"]
+    command = (
+        [str(script)]
+        if script.exists()
+        else [sys.executable, "-c", "from kbes.cli import main; main()"]
+    )
     env = {**os.environ, "KBES_DB": url, "KBES_VIEWS": str(views)}
     done = subprocess.run(
         [*command, "tool", name, *arguments], capture_output=True, text=True, env=env, timeout=60
@@ -248,22 +253,31 @@ def test_two_processes_share_one_log_each_with_its_own_views(
     assert call(here, "search_knowledge_base", knowledge_base_id=kb, query="tray")["hits"]
 
     # The other process builds its own views from the shared log and sees this one's save.
-    read = kbes_tool(pg_url, there, "read_knowledge_article", f"knowledge_base_id={kb}",
-                     f"article_id={article}")  # fmt: skip
+    read = kbes_tool(
+        pg_url, there, "read_knowledge_article", f"knowledge_base_id={kb}", f"article_id={article}"
+    )
     assert read["content"] == "Open tray two."
     assert there.is_file()
 
     # A save here shows in the other process's next search (its views catch up incrementally).
     here.save_article(kb, article, content="Open tray two and remove the unicorn sticker.")
-    hits = kbes_tool(pg_url, there, "search_knowledge_base", f"knowledge_base_id={kb}",
-                     "query=unicorn")["hits"]  # fmt: skip
+    hits = kbes_tool(
+        pg_url, there, "search_knowledge_base", f"knowledge_base_id={kb}", "query=unicorn"
+    )["hits"]
     assert [h["article_id"] for h in hits] == [article]
     current = hits[0]["updated_at"]
 
     # An edit by the other process shows in this process's next read and search.
-    edited = kbes_tool(pg_url, there, "edit_knowledge_article", f"knowledge_base_id={kb}",
-                       f"article_id={article}", "content=Lift the zebra lever.",
-                       f"expected_version={current}", "idempotency_key=zebra-1")  # fmt: skip
+    edited = kbes_tool(
+        pg_url,
+        there,
+        "edit_knowledge_article",
+        f"knowledge_base_id={kb}",
+        f"article_id={article}",
+        "content=Lift the zebra lever.",
+        f"expected_version={current}",
+        "idempotency_key=zebra-1",
+    )
     assert edited["replay"] is False
     mine = call(here, "read_knowledge_article", knowledge_base_id=kb, article_id=article)
     assert mine["content"] == "Lift the zebra lever."
@@ -271,8 +285,15 @@ def test_two_processes_share_one_log_each_with_its_own_views(
     hits = call(here, "search_knowledge_base", knowledge_base_id=kb, query="zebra")["hits"]
     assert [h["updated_at"] for h in hits] == [edited["updated_at"]]
     # This process's cache is fast-forwarded from the log, so its next edit sees the new version.
-    conflict = fails(here, "edit_knowledge_article", knowledge_base_id=kb, article_id=article,
-                     content="x", expected_version=current, idempotency_key="late")  # fmt: skip
+    conflict = fails(
+        here,
+        "edit_knowledge_article",
+        knowledge_base_id=kb,
+        article_id=article,
+        content="x",
+        expected_version=current,
+        idempotency_key="late",
+    )
     assert conflict["code"] == "version_conflict"
     assert conflict["current_version"] == edited["updated_at"]
 
@@ -285,6 +306,29 @@ def test_two_processes_share_one_log_each_with_its_own_views(
         assert other.dump() == here.views.dump()
     finally:
         other.datastore.close()
+
+
+def test_processes_starting_together_on_a_fresh_database(pg: PgServer, tmp_path: Path) -> None:
+    """Eight stores opened at once on an empty database all come up (eventsourcing's own
+    table creation fails here with duplicate pg_type rows or "tuple concurrently updated")."""
+    url = pg.create_database()
+    barrier = threading.Barrier(8)
+    errors: list[BaseException] = []
+
+    def start(i: int) -> None:
+        barrier.wait(timeout=30)
+        try:
+            open_store(url, views=tmp_path / f"views-{i}.sqlite").close()
+        except BaseException as e:
+            errors.append(e)
+
+    threads = [threading.Thread(target=start, args=(i,)) for i in range(8)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(timeout=60)
+    assert errors == []
+    assert pg_value(url, "SELECT count(*) FROM kb_feed") == 0
 
 
 def _race(url: str, views: str, barrier: Any, arguments: dict[str, Any], results: Any) -> None:
