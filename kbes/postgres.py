@@ -12,7 +12,8 @@ what the SQLite store has (kbes/recorder.py):
   notifications and the head of the whole log, read in one statement (one snapshot).
 
 The views (article state, version history, FTS5 search index) stay in a local SQLite file per
-process, fed from the shared log, so a search never crosses the network twice; see
+process, fed from the shared log: search and read answer locally, and only the catch-up (one
+cheap `max(notification_id)` query when already at the head) goes to the server; see
 `views_path`. Open a store with `open_store("postgresql://user:pass@host:port/dbname")`.
 """
 
@@ -78,7 +79,9 @@ def postgres_env(url: str, *, views: str | os.PathLike[str] | None = None) -> di
     settings the URL leaves out (a password, a pool size) may still come from there."""
     parts = urlsplit(url)
     if parts.scheme.lower() not in URL_SCHEMES:
-        raise ValueError(f"not a PostgreSQL URL (postgresql://user:pass@host:port/dbname): {url}")
+        raise ValueError(
+            f"not a PostgreSQL URL (postgresql://user:pass@host:port/dbname): {_redact(url)}"
+        )
     dbname = unquote(parts.path.lstrip("/"))
     if not dbname or "/" in dbname:
         raise ValueError(f"the PostgreSQL URL names no database (…/dbname): {_redact(url)}")
@@ -185,8 +188,9 @@ class PostgresFeedRecorder(PostgresApplicationRecorder):
 
     def create_table(self) -> None:
         """Create the types, tables, index and function in one transaction, serialised by an
-        advisory lock: eventsourcing's own `create_table` is not safe when several processes
-        start at once (CREATE OR REPLACE FUNCTION raises "tuple concurrently updated")."""
+        advisory lock: eventsourcing's own `create_table` fails when several processes start
+        at once on a fresh database (duplicate `pg_type` rows from concurrent CREATE TABLE IF
+        NOT EXISTS; "tuple concurrently updated" from CREATE OR REPLACE FUNCTION)."""
         with self.datastore.transaction(commit=True) as curs:
             curs.execute("SELECT pg_advisory_xact_lock(%s)", (_CREATE_TABLE_LOCK,))
             for statement in self.sql_create_statements:
@@ -280,7 +284,7 @@ class PostgresFeedRecorder(PostgresApplicationRecorder):
             curs.execute(
                 "SELECT current_database() AS db, "
                 "(SELECT oid FROM pg_database WHERE datname = current_database()) AS db_oid, "
-                "to_regclass(%s)::oid AS table_oid",
+                "to_regclass(%s::text)::oid AS table_oid",
                 (self._qualified_events_table().as_string(conn),),
             )
             row = curs.fetchone()
