@@ -12,6 +12,7 @@ import msgspec
 
 from kbes.application import KnowledgeBaseStore, open_store
 from kbes.errors import KbesError
+from kbes.urls import redact
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -26,7 +27,10 @@ def db_option(func: F) -> F:
         show_default=True,
         show_envvar=True,
         type=click.Path(dir_okay=False),
-        help="The kbes database: a SQLite file, created if missing.",
+        help=(
+            "The kbes database: a SQLite file (created if missing), or a "
+            "postgresql://user:password@host:port/dbname URL for a shared log."
+        ),
     )(func)
 
 
@@ -43,7 +47,10 @@ def store_at(db: str) -> Iterator[KnowledgeBaseStore]:
     try:
         store = open_store(db)
     except Exception as e:  # the database could not be opened at all
-        raise click.ClickException(f"cannot open database {db!r} (--db / KBES_DB): {e}") from e
+        message = str(e).replace(db, redact(db))
+        raise click.ClickException(
+            f"cannot open database {redact(db)!r} (--db / KBES_DB): {message}"
+        ) from e
     try:
         yield store
     except KbesError as e:

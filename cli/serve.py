@@ -8,9 +8,9 @@ import sys
 
 import anyio
 import click
-from kbes.cli.options import db_option, store_at
 
 from kbes.application import Grants, KnowledgeBaseStore
+from kbes.cli.options import db_option, store_at
 from kbes.server import (
     EDIT_POLICIES,
     TOKENS_FILE_HELP,
@@ -24,6 +24,7 @@ from kbes.server import (
     instructions_for,
     url_host,
 )
+from kbes.urls import redact
 
 LOG_LEVELS = ("debug", "info", "warning", "error")
 
@@ -131,7 +132,8 @@ def serve(
         )
         what = "every knowledge base" if grants is None else f"{len(grants)} knowledge base(s)"
         if address is None:
-            note(f"kbes serve: MCP over stdio; database {db}; grants {what}; edits {edits}")
+            where = redact(db)
+            note(f"kbes serve: MCP over stdio; database {where}; grants {what}; edits {edits}")
             anyio.run(mcp.run_stdio)
             return
         host, port = address
@@ -143,7 +145,7 @@ def serve(
         auth = f"{len(tokens.holders)} token(s) from {tokens_file}" if tokens else "no tokens"
         note(
             f"kbes serve: MCP over streamable HTTP at http://{url_host(host)}:{bound}/mcp; "
-            f"database {db}; grants {what}; {auth}; edits {edits}"
+            f"database {redact(db)}; grants {what}; {auth}; edits {edits}"
         )
         try:
             anyio.run(lambda: mcp.serve_http(sock, log_level=log_level))

@@ -48,6 +48,7 @@ from psycopg.rows import DictRow
 from psycopg.sql import SQL, Composed, Identifier
 
 from kbes.recorder import FEED_KWARG, KbesSQLiteDatastore
+from kbes.urls import redact
 
 URL_SCHEMES = ("postgresql", "postgres")
 VIEWS_ENV = "KBES_VIEWS"
@@ -80,15 +81,15 @@ def postgres_env(url: str, *, views: str | os.PathLike[str] | None = None) -> di
     parts = urlsplit(url)
     if parts.scheme.lower() not in URL_SCHEMES:
         raise ValueError(
-            f"not a PostgreSQL URL (postgresql://user:pass@host:port/dbname): {_redact(url)}"
+            f"not a PostgreSQL URL (postgresql://user:pass@host:port/dbname): {redact(url)}"
         )
     dbname = unquote(parts.path.lstrip("/"))
     if not dbname or "/" in dbname:
-        raise ValueError(f"the PostgreSQL URL names no database (…/dbname): {_redact(url)}")
+        raise ValueError(f"the PostgreSQL URL names no database (…/dbname): {redact(url)}")
     try:
         port = parts.port
     except ValueError:
-        raise ValueError(f"the PostgreSQL URL has a bad port: {_redact(url)}") from None
+        raise ValueError(f"the PostgreSQL URL has a bad port: {redact(url)}") from None
     settings = {
         "PERSISTENCE_MODULE": get_topic(KbesPostgresFactory),
         "POSTGRES_DBNAME": dbname,
@@ -121,14 +122,6 @@ def _from_env(key: str, env: dict[str, str]) -> str | None:
         if value is not None:
             return value
     return None
-
-
-def _redact(url: str) -> str:
-    parts = urlsplit(url)
-    if parts.password is None:
-        return url
-    netloc = parts.netloc.replace(f":{parts.password}@", ":***@", 1)
-    return parts._replace(netloc=netloc).geturl()
 
 
 class PostgresFeedRecorder(PostgresApplicationRecorder):

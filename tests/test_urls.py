@@ -1,0 +1,24 @@
+"""Passwords never reach what kbes prints."""
+
+from __future__ import annotations
+
+from click.testing import CliRunner
+
+from kbes.cli import main
+from kbes.urls import redact
+
+
+def test_redact() -> None:
+    assert (
+        redact("postgresql://kb:s3cret@db.local:5432/kb") == "postgresql://kb:***@db.local:5432/kb"
+    )
+    assert redact("postgresql://kb@db.local/kb") == "postgresql://kb@db.local/kb"
+    assert redact("./kbes.sqlite") == "./kbes.sqlite"
+
+
+def test_unreachable_database_error_hides_the_password() -> None:
+    url = "postgresql://kb:s3cret@127.0.0.1:9/kb?connect_timeout=1"
+    result = CliRunner().invoke(main, ["kb", "list", "--db", url])
+    assert result.exit_code == 1
+    assert "s3cret" not in result.output
+    assert "cannot open database 'postgresql://kb:***@127.0.0.1:9/kb" in result.output
