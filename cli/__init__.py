@@ -5,6 +5,7 @@ from __future__ import annotations
 import click
 from kbes.cli.article import article
 from kbes.cli.audit import audit_command
+from kbes.cli.bench import bench
 from kbes.cli.events import events
 from kbes.cli.importer import import_folder
 from kbes.cli.kb import kb
@@ -34,3 +35,4 @@ main.add_command(serve)
 main.add_command(audit_command)
 main.add_command(log)
 main.add_command(sim)
+main.add_command(bench)

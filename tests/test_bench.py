@@ -1,0 +1,128 @@
+"""`kbes bench`: the quick run produces every row with its figures (never a timing assertion),
+and the plain-sqlite3 baseline it divides by is a correct implementation of the tools."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from kbes.cli import main
+from kbes.sims.baseline import Baseline, BaselineError, normalise
+
+ROWS_WITH_BASELINE = {"1a", "1b", "1c", "3a", "3b", "3c", "4a", "4b"}
+
+
+def test_quick_bench_prints_and_writes_every_row(tmp_path: Path) -> None:
+    out = tmp_path / "bench.json"
+    result = CliRunner().invoke(main, ["bench", "--quick", "--json", str(out)])
+    assert result.exit_code == 0, result.output
+    data = json.loads(out.read_text())
+    assert data["quick"] is True
+    rows = {row["key"]: row for row in data["rows"]}
+    expected = {"1a", "1b", "1c", "3a", "3b", "3c", "4a", "4b", "4c", "4d", "5a", "5b"}
+    expected |= {"6a", "6b", "7", "8"}
+    expected |= {
+        f"2-{tool}-p{q}-{size}"
+        for tool in ("read", "search")
+        for q in (50, 99)
+        for size in (400, 2000)
+    }
+    assert expected <= set(rows)
+    for key, row in rows.items():
+        if key in {"7", "8"} and row["kbes"] is None:
+            assert "n/a" in row["note"]  # the command is not installed here
+            continue
+        assert row["kbes"]["median"] > 0, key
+        assert row["kbes"]["min"] <= row["kbes"]["median"] <= row["kbes"]["max"], key
+        if key in ROWS_WITH_BASELINE or key.startswith("2-"):
+            assert row["baseline"]["median"] > 0, key
+            assert row["ratio"] == pytest.approx(row["kbes"]["median"] / row["baseline"]["median"])
+    for key in ("1a", "2-read-p50-400", "3b", "6a", "7", "8"):
+        assert key in result.output
+    assert "ratio" in result.output and "target" in result.output
+
+
+def test_bench_rejects_unknown_rows() -> None:
+    result = CliRunner().invoke(main, ["bench", "--rows", "9"])
+    assert result.exit_code != 0
+    assert "unknown row" in result.output
+
+
+@pytest.fixture
+def baseline(tmp_path: Path) -> Iterator[Baseline]:
+    b = Baseline(str(tmp_path / "baseline.sqlite"))
+    yield b
+    b.close()
+
+
+def test_baseline_is_durable_wal(baseline: Baseline) -> None:
+    assert baseline.db.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
+    assert baseline.db.execute("PRAGMA synchronous").fetchone()[0] == 2  # FULL
+
+
+def test_baseline_edit_is_compare_and_swap_with_idempotency(baseline: Baseline) -> None:
+    kb = baseline.create_knowledge_base()
+    [article] = baseline.add_articles(kb, [("Reset a password", "Open settings.")])
+    v1 = baseline.read(kb, article)["updated_at"]
+
+    first = baseline.edit(kb, article, "Open the account page.", v1, "key-1")
+    assert first.replay is False and first.updated_at > v1
+    assert baseline.read(kb, article)["content"] == "Open the account page."
+
+    # The same request again with the same key: the first result, nothing written twice.
+    again = baseline.edit(kb, article, "Open the account page.", v1, "key-1")
+    assert again.replay is True and again.updated_at == first.updated_at
+    # The same key for a different request: refused.
+    with pytest.raises(BaselineError) as reused:
+        baseline.edit(kb, article, "Something else.", v1, "key-1")
+    assert reused.value.code == "idempotency_key_reused"
+    # A stale version: refused with the current one, and no key consumed.
+    with pytest.raises(BaselineError) as conflict:
+        baseline.edit(kb, article, "Stale.", v1, "key-2")
+    assert conflict.value.code == "version_conflict"
+    assert conflict.value.details["current_version"] == first.updated_at
+    # The version compares as an instant, whatever the offset it is written with.
+    plus_zero = first.updated_at.replace("Z", "+00:00")
+    assert normalise(plus_zero) == first.updated_at
+    second = baseline.edit(kb, article, "Fresh.", plus_zero, "key-2")
+    assert second.replay is False and second.updated_at > first.updated_at
+    # A retitle is its own event type; the feed has every accepted change once.
+    baseline.edit(kb, article, "Fresh.", second.updated_at, "key-3", title="Reset your password")
+    page = baseline.poll(kb)
+    assert [e["type"] for e in page["events"]] == ["published", "saved", "saved", "retitled"]
+    assert page["has_more"] is False
+
+
+def test_baseline_search_read_poll_and_unpublish(baseline: Baseline) -> None:
+    kb, other = baseline.create_knowledge_base(), baseline.create_knowledge_base()
+    ids = baseline.add_articles(
+        kb, [("Reset a password", "Open settings."), ("Export data", "Use the export page.")]
+    )
+    baseline.add_articles(other, [("Reset a password", "Elsewhere.")])
+    hits = baseline.search(kb, "password reset")
+    assert [h["article_id"] for h in hits] == [ids[0]]
+    assert baseline.search(kb, '"') == []  # no word: nothing to match, no FTS5 syntax error
+    assert baseline.search(kb, 'password" OR "export') != []  # quotes are searched, not parsed
+
+    page = baseline.poll(kb, 0, limit=1)
+    assert len(page["events"]) == 1 and page["has_more"] is True
+    rest = baseline.poll(kb, page["next_sequence"], limit=100)
+    assert [e["article_id"] for e in rest["events"]] == [ids[1]]
+    assert rest["has_more"] is False and rest["next_sequence"] >= rest["events"][-1]["sequence"]
+
+    baseline.unpublish(kb, ids[0])
+    with pytest.raises(BaselineError) as gone:
+        baseline.read(kb, ids[0])
+    assert gone.value.code == "gone"
+    assert baseline.search(kb, "password") == []
+    with pytest.raises(BaselineError) as not_found:
+        baseline.read(other, ids[1])  # another knowledge base's article does not leak
+    assert not_found.value.code == "not_found"
+    with pytest.raises(BaselineError) as gone_edit:
+        baseline.edit(kb, ids[0], "x", "2026-01-01T00:00:00Z", "key-9")
+    assert gone_edit.value.code == "gone"
+    assert baseline.poll(kb, rest["next_sequence"])["events"][0]["type"] == "unpublished"
