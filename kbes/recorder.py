@@ -7,7 +7,10 @@ example writes its side table), so a poll never decodes other knowledge bases' e
 from __future__ import annotations
 
 import sqlite3
-from collections.abc import Sequence
+import threading
+from collections import deque
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from typing import Any
 
 from eventsourcing.persistence import InterfaceError, Notification, StoredEvent
@@ -25,6 +28,9 @@ FEED_KWARG = "kb_feed"
 """`app.save(..., kb_feed=[kb_hex | None, ...])`: one entry per stored event, None if hidden."""
 
 SYNCHRONOUS_ENV = "KBES_SQLITE_SYNCHRONOUS"
+
+MAX_READERS = 8
+"""Reader connections a datastore keeps beside its pool (each may cache up to 64 MiB)."""
 
 STATEMENT_CACHE_SIZE = 256
 """Prepared statements kept per connection: more than kbes ever uses, so none is re-prepared."""
@@ -85,6 +91,51 @@ class KbesSQLiteDatastore(SQLiteDatastore):
         )
         self.pool.synchronous = synchronous
         pool.close()
+        self._idle_readers: deque[SQLiteConnection] = deque()
+        self._readers: list[SQLiteConnection] = []
+        self._readers_lock = threading.Lock()
+
+    @contextmanager
+    def transaction(self, *, commit: bool) -> Iterator[SQLiteCursor]:
+        """Reads of a file database run on connections of their own, outside the pool. The
+        pool's reader/writer interlock costs ~30 us a transaction (a tool call's caught-up
+        check: 52 -> 14 us) and buys a WAL file nothing: readers never block the writer.
+        Writes, and every use of an in-memory database, go through the pool as before."""
+        if commit or self.pool.is_sqlite_memory_mode:
+            with super().transaction(commit=commit) as cursor:
+                yield cursor
+            return
+        connection = self._reader()
+        if connection is None:
+            with super().transaction(commit=False) as cursor:
+                yield cursor
+            return
+        try:
+            with connection.transaction(commit=False) as cursor:
+                yield cursor
+        finally:
+            self._idle_readers.append(connection)
+
+    def _reader(self) -> SQLiteConnection | None:
+        """An idle reader connection, a new one, or None when MAX_READERS are all busy."""
+        try:
+            return self._idle_readers.pop()
+        except IndexError:
+            pass
+        with self._readers_lock:
+            if len(self._readers) >= MAX_READERS or self.pool.closed:
+                return None
+            connection = self.pool._create_connection()
+            self._readers.append(connection)
+            return connection
+
+    def close(self) -> None:
+        with self._readers_lock:
+            readers, self._readers = self._readers, []
+            self._idle_readers.clear()
+        for connection in readers:
+            connection.close()
+        super().close()
 
 
 class FeedApplicationRecorder(SQLiteApplicationRecorder):
