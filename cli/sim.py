@@ -14,6 +14,7 @@ from typing import Any, TypeVar
 
 import click
 import msgspec
+from click.core import ParameterSource
 
 from kbes.sims import bench, report
 from kbes.sims.agent import SimulationError
@@ -59,54 +60,83 @@ def parse_seeds(text: str) -> list[int]:
 def common_options(func: F) -> F:
     """The options every `kbes sim` command shares."""
     options = [
+        click.option("--seeds", default="1-5", show_default=True, help="Seeds: 1-5, 3, or 1,4,9."),
         click.option(
-            "--seeds", default="1-5", show_default=True, help="Seeds: 1-5, 3, or 1,4,9."
-        ),
-        click.option(
-            "--articles", default=400, show_default=True, type=click.IntRange(2, 6000),
+            "--articles",
+            default=400,
+            show_default=True,
+            type=click.IntRange(2, 6000),
             help="Articles in the knowledge base.",
         ),
         click.option(
-            "--questions", default=120, show_default=True, type=click.IntRange(1),
+            "--questions",
+            default=120,
+            show_default=True,
+            type=click.IntRange(1),
             help="Questions per seed (each answer cites two articles).",
         ),
         click.option(
-            "--saves", default=300, show_default=True, type=click.IntRange(0),
+            "--saves",
+            default=300,
+            show_default=True,
+            type=click.IntRange(0),
             help="Saves by people per seed.",
         ),
         click.option(
-            "--hours", default=8, show_default=True, type=click.IntRange(1, 24),
+            "--hours",
+            default=8,
+            show_default=True,
+            type=click.IntRange(1, 24),
             help="Length of the simulated day; a check runs at the end of each hour.",
         ),
         click.option(
-            "--zipf", default=0.9, show_default=True, type=click.FloatRange(0),
+            "--zipf",
+            default=0.9,
+            show_default=True,
+            type=click.FloatRange(0),
             help="Zipf exponent of popularity (0 = uniform).",
         ),
         click.option(
-            "--db", "db", type=click.Path(dir_okay=False, path_type=Path), default=None,
+            "--db",
+            "db",
+            type=click.Path(dir_okay=False, path_type=Path),
+            default=None,
             help="Run inside this SQLite file (kept; each run is its own knowledge base) "
             "instead of a fresh temporary file per run. Not KBES_DB: a simulation never "
             "writes to your store unless you name it here.",
         ),
         click.option(
-            "--keep", is_flag=True, help="Keep the temporary folder of databases (its path "
-            "is printed on stderr).",
+            "--keep",
+            is_flag=True,
+            help="Keep the temporary folder of databases (its path is printed on stderr).",
         ),
         click.option(
-            "--json", "json_path", type=click.Path(dir_okay=False, allow_dash=True), default=None,
-            metavar="FILE", help="Write every figure as JSON to FILE ('-': stdout, no tables).",
+            "--json",
+            "json_path",
+            type=click.Path(dir_okay=False, allow_dash=True),
+            default=None,
+            metavar="FILE",
+            help="Write every figure as JSON to FILE ('-': stdout, no tables).",
         ),
         click.option(
-            "--trace", "trace_path", type=click.Path(dir_okay=False, path_type=Path),
-            default=None, metavar="FILE",
+            "--trace",
+            "trace_path",
+            type=click.Path(dir_okay=False, path_type=Path),
+            default=None,
+            metavar="FILE",
             help="Write the generated day and every tool call with its result as JSON Lines.",
         ),
         click.option(
-            "--jobs", type=click.IntRange(1), default=None,
+            "--jobs",
+            type=click.IntRange(1),
+            default=None,
             help="Worker processes (default: one per core; 1 with --db).",
         ),
         click.option(
-            "--benchmark", type=click.IntRange(1), default=None, metavar="N",
+            "--benchmark",
+            type=click.IntRange(1),
+            default=None,
+            metavar="N",
             help="Run N times and print the median wall time of each part instead of tables.",
         ),
     ]
@@ -118,13 +148,20 @@ def common_options(func: F) -> F:
 def _delays_option(default: Sequence[str]) -> Callable[[F], F]:
     def decorate(func: F) -> F:
         func = click.option(
-            "--edits-per-seed", "per_seed", default=DEFAULT_PER_SEED, show_default=True,
-            type=click.IntRange(1), help="Edits per seed and delay (150 over five seeds).",
+            "--edits-per-seed",
+            "per_seed",
+            default=DEFAULT_PER_SEED,
+            show_default=True,
+            type=click.IntRange(1),
+            help="Edits per seed and delay (150 over five seeds).",
         )(func)
         return click.option(
-            "--delay", "delays", multiple=True, default=tuple(default), show_default=True,
-            help="Delay between the read and the edit, e.g. 20s, 15min, 1h, 1h30m "
-            "(repeatable).",
+            "--delay",
+            "delays",
+            multiple=True,
+            default=tuple(default),
+            show_default=True,
+            help="Delay between the read and the edit, e.g. 20s, 15min, 1h, 1h30m (repeatable).",
         )(func)
 
     return decorate
@@ -132,9 +169,12 @@ def _delays_option(default: Sequence[str]) -> Callable[[F], F]:
 
 def _plot_option(func: F) -> F:
     return click.option(
-        "--plot", "plot_path", type=click.Path(dir_okay=False, path_type=Path), default=None,
-        metavar="FILE.png", help="Draw stale share per hour, popularity vs uniform "
-        "(needs pip install 'kbes[plot]').",
+        "--plot",
+        "plot_path",
+        type=click.Path(dir_okay=False, path_type=Path),
+        default=None,
+        metavar="FILE.png",
+        help="Draw stale share per hour, popularity vs uniform (needs pip install 'kbes[plot]').",
     )(func)
 
 
@@ -157,9 +197,7 @@ def day_command(**options: Any) -> None:
 
 @sim.command("staleness")
 @common_options
-@click.option(
-    "--uniform", is_flag=True, help="The control run: the same saves spread uniformly."
-)
+@click.option("--uniform", is_flag=True, help="The control run: the same saves spread uniformly.")
 @_plot_option
 def staleness_command(uniform: bool, **options: Any) -> None:
     """How fast citations go stale, checked every hour three ways."""
@@ -200,16 +238,23 @@ def _execute(
         raise click.UsageError(str(e)) from None
     delays: list[int] = []
     if edits:
+        source = click.get_current_context().get_parameter_source("delays")
+        defaulted = source in (ParameterSource.DEFAULT, ParameterSource.DEFAULT_MAP)
         for text in options["delays"]:
             try:
                 delay = parse_delay(text)
             except ValueError as e:
                 raise click.BadParameter(str(e), param_hint="--delay") from None
             if delay >= parameters.length:
-                raise click.BadParameter(
+                message = (
                     f"{text}: no answer is read early enough for an edit {text} later to fall "
-                    f"inside a {parameters.hours}-hour day; use a shorter delay or more --hours",
-                    param_hint="--delay",
+                    f"inside a {parameters.hours}-hour day"
+                )
+                if defaulted:
+                    click.echo(f"skipping the delay {message}", err=True)
+                    continue
+                raise click.BadParameter(
+                    f"{message}; use a shorter delay or more --hours", param_hint="--delay"
                 )
             if delay not in delays:
                 delays.append(delay)
@@ -239,9 +284,11 @@ def _execute(
                 with click.progressbar(
                     length=len(tasks), label=f"kbes sim {command}", file=sys.stderr
                 ) as bar:
-                    results = run_tasks(tasks, settings, jobs=jobs, on_done=lambda _: bar.update(1))
+                    results, prepare = run_tasks(
+                        tasks, settings, jobs=jobs, on_done=lambda _: bar.update(1)
+                    )
             else:
-                results = run_tasks(tasks, settings, jobs=jobs)
+                results, prepare = run_tasks(tasks, settings, jobs=jobs)
         except SimulationError as e:
             workdir.close()
             raise click.ClickException(f"the simulation contradicted the method: {e}") from None
@@ -258,6 +305,7 @@ def _execute(
             delays=delays,
             wall=wall,
             jobs=min(jobs, len(tasks)),
+            prepare=prepare,
         )
         if trace and options["trace_path"] is not None:
             join_traces(results, options["trace_path"])

@@ -15,14 +15,13 @@ from typing import Any
 
 import msgspec
 
-from kbes import KbesError, call_tool, format_timestamp, parse_timestamp
+from kbes import KbesError, call_tool, parse_timestamp
 from kbes.sims.day import Question
 from kbes.sims.trace import Trace
 
-ANSWER_SEARCH_LIMIT = 5
-"""Hits the agent asks for when answering; it reads the top two."""
-
 CITED_PER_ANSWER = 2
+ANSWER_SEARCH_LIMIT = CITED_PER_ANSWER
+"""The agent asks search for as many hits as it will read: the top two."""
 
 
 @dataclass(frozen=True)
@@ -82,7 +81,7 @@ class Agent:
                 tool=tool,
                 arguments=arguments,
                 bytes=len(encoded),
-                **{key: msgspec.json.Raw(encoded)},
+                **{key: msgspec.Raw(encoded)},
             )
         return outcome
 
@@ -162,7 +161,3 @@ class Agent:
 
 class SimulationError(AssertionError):
     """The simulation saw something the method says cannot happen: it stops, loudly."""
-
-
-def stamp(instant: datetime) -> str:
-    return format_timestamp(instant)

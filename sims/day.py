@@ -159,9 +159,7 @@ def generate_day(seed: int, parameters: DayParameters, variant: Variant = "popul
     for at, what, n in timeline:
         if what == 1:
             article = question_targets[n]
-            questions.append(
-                Question(at, n + 1, article, text.keywords(current_titles[article]))
-            )
+            questions.append(Question(at, n + 1, article, text.keywords(current_titles[article])))
             continue
         if not any(published):
             continue

@@ -12,7 +12,8 @@ its own as `idempotency_key`; the change is a note appended to the content it re
 - `gone` (the article was unpublished): no retry.
 
 Which answers are edited: `per_seed` of them, spread evenly over the answers read early enough
-that `read + delay` is still inside the working day. So every edit faces a full `delay` of
+that `read + delay` is still inside the working day. Only those answers are played (the others
+are read-only calls that change nothing in the log). So every edit faces a full `delay` of
 people's saves, and no edit is made after the day has ended; a delay as long as the day leaves
 no answer to edit (an error, not a silent zero)."""
 
@@ -99,14 +100,26 @@ def choose_answers(questions: list[Question], delay: int, day_length: int, n: in
     return [eligible[(2 * k + 1) * len(eligible) // (2 * n)] for k in range(n)]
 
 
-def run_edits(day: Day, people: People, agent: Agent, delay: int, per_seed: int) -> EditsRun:
-    """Play the day with the edits of the chosen answers scheduled at `read + delay`."""
+def run_edits(
+    day: Day,
+    people: People,
+    agent: Agent,
+    delay: int,
+    per_seed: int,
+    *,
+    every_answer: bool = False,
+) -> EditsRun:
+    """Play the day with the edits of the chosen answers scheduled at `read + delay`.
+    `every_answer` also plays the answers nobody edits (the outcomes are the same; a test
+    checks it)."""
     chosen = set(choose_answers(day.questions, delay, day.parameters.length, per_seed))
     eligible = sum(1 for q in day.questions if q.at + delay < day.parameters.length)
     outcome = EditsRun(delay=delay, eligible_answers=eligible, edits=len(chosen))
     cited: dict[int, list[Cited]] = {}
+    # Only the answers that will be edited are played: the others are read-only tool calls,
+    # which change nothing in the log, so leaving them out changes no outcome here.
     timeline: list[tuple[int, int, object]] = [(s.at, 0, s) for s in day.saves]
-    timeline += [(q.at, 1, q) for q in day.questions]
+    timeline += [(q.at, 1, q) for q in day.questions if every_answer or q.number in chosen]
     timeline += [(q.at + delay, 2, q.number) for q in day.questions if q.number in chosen]
     timeline.sort(key=lambda item: (item[0], item[1]))
     meter = agent.meter

@@ -8,22 +8,23 @@ order afterwards, so a trace is the same whatever `--jobs` was."""
 
 from __future__ import annotations
 
+import functools
 import os
 import shutil
 import tempfile
 import time
 from collections import Counter
 from collections.abc import Callable, Sequence
-from concurrent.futures import ProcessPoolExecutor
+from concurrent.futures import ProcessPoolExecutor, as_completed
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
 from kbes import format_timestamp
 from kbes.sims.agent import Agent
-from kbes.sims.day import DayParameters, generate_day
+from kbes.sims.day import Day, DayParameters, Variant, generate_day
 from kbes.sims.edits import EditsRun, format_delay, run_edits
-from kbes.sims.people import People
+from kbes.sims.people import Imported, People, import_articles, open_day_store
 from kbes.sims.staleness import STRATEGIES, StalenessRun, run_staleness
 from kbes.sims.trace import NullTrace, Trace
 
@@ -72,12 +73,52 @@ class TaskResult:
     trace_part: str | None = None
 
 
-def run_task(task: Task, settings: Settings) -> TaskResult:
-    """Play one run in a fresh store (or its own knowledge base of the `--db` file)."""
+@functools.lru_cache(maxsize=16)
+def _day(seed: int, parameters: DayParameters, variant: Variant) -> Day:
+    """A worker playing several runs of one seed generates that seed's day once."""
+    return generate_day(seed, parameters, variant)
+
+
+@dataclass(frozen=True)
+class Prepared:
+    """A seed's store with the articles imported (and the views built): each of the seed's runs
+    starts from a copy of it, since every run of a seed starts from the same import. None when
+    the runs share a `--db` file, where each run imports into a knowledge base of its own."""
+
+    seed: int
+    path: str | None = None
+    imported: Imported | None = None
+    seconds: float = 0.0
+
+
+def prepare_seed(seed: int, settings: Settings) -> Prepared:
+    """Import the seed's articles once into a template store (closed, so it is one file)."""
+    if settings.db is not None:
+        return Prepared(seed)
+    started = time.perf_counter()
+    day = _day(seed, settings.parameters, "popularity")
+    path = settings.workdir / f"seed{seed}.template.sqlite"
+    store, _ = open_day_store(day, path, throwaway=True)
+    try:
+        imported = import_articles(store, day, f"kbes sim seed {seed}")
+    finally:
+        store.close()
+    return Prepared(seed, str(path), imported, time.perf_counter() - started)
+
+
+def _copy_store(source: str, destination: Path) -> None:
+    for suffix in ("", "-wal"):
+        if os.path.exists(source + suffix):
+            shutil.copyfile(source + suffix, str(destination) + suffix)
+
+
+def run_task(task: Task, settings: Settings, prepared: Prepared) -> TaskResult:
+    """Play one run in a copy of the seed's imported store (or its own knowledge base of the
+    `--db` file)."""
     seconds: Counter[str] = Counter()
     started = time.perf_counter()
-    variant = "uniform" if task.run == "uniform" else "popularity"
-    day = generate_day(task.seed, settings.parameters, variant)
+    variant: Variant = "uniform" if task.run == "uniform" else "popularity"
+    day = _day(task.seed, settings.parameters, variant)
     seconds["generate"] += time.perf_counter() - started
 
     trace_part = settings.workdir / f"{task.slug}.trace.jsonl" if settings.trace else None
@@ -101,19 +142,21 @@ def run_task(task: Task, settings: Settings) -> TaskResult:
             )
 
     started = time.perf_counter()
-    db = settings.db or settings.workdir / f"{task.slug}.sqlite"
-    people = People(
-        day,
-        db,
-        trace=trace,
-        knowledge_base_name=f"kbes sim: {task.name}",
-        throwaway=settings.db is None,
-    )
+    if prepared.path is not None and prepared.imported is not None:
+        db = settings.workdir / f"{task.slug}.sqlite"
+        _copy_store(prepared.path, db)
+        store, clock = open_day_store(day, db, throwaway=True)
+        imported = prepared.imported
+    else:
+        assert settings.db is not None  # no template only when the runs share a --db file
+        store, clock = open_day_store(day, settings.db, throwaway=False)
+        imported = import_articles(store, day, f"kbes sim: {task.name}")
+    people = People(day, store, clock, imported, trace=trace)
     seconds["setup"] += time.perf_counter() - started
     agent = Agent(
-        people.store,
+        store,
         people.knowledge_base_id,
-        clock_at=lambda: format_timestamp(people.clock.now()),
+        clock_at=lambda: format_timestamp(clock.now()),
         trace=trace,
     )
     result = TaskResult(task=task)
@@ -121,7 +164,9 @@ def run_task(task: Task, settings: Settings) -> TaskResult:
         if task.run == "edits":
             result.edits = run_edits(day, people, agent, task.delay or 0, settings.per_seed)
         else:
-            result.staleness = run_staleness(day, people, agent)
+            result.staleness = run_staleness(
+                day, people, agent, title_check=task.run == "popularity"
+            )
     finally:
         people.close()
         trace.close()
@@ -155,29 +200,44 @@ def plan_tasks(
     return tasks
 
 
+_COST_ORDER = {"popularity": 0, "uniform": 1, "edits": 2}
+
+
 def run_tasks(
     tasks: Sequence[Task],
     settings: Settings,
     *,
     jobs: int = 1,
     on_done: Callable[[TaskResult], None] | None = None,
-) -> list[TaskResult]:
-    """Run every task; results come back in task order whatever the number of workers."""
+) -> tuple[list[TaskResult], float]:
+    """Prepare each seed's import, then run every task. Returns the results in task order
+    (whatever the number of workers) and the seconds spent preparing the imports. Workers take
+    the longest runs first, so they finish together."""
+    seeds = list(dict.fromkeys(t.seed for t in tasks))
+    order = sorted(
+        range(len(tasks)), key=lambda i: (_COST_ORDER[tasks[i].run], -(tasks[i].delay or 0))
+    )
+    results: list[TaskResult | None] = [None] * len(tasks)
     if jobs <= 1 or len(tasks) <= 1:
-        results = []
-        for task in tasks:
-            results.append(run_task(task, settings))
+        prepared = {seed: prepare_seed(seed, settings) for seed in seeds}
+        for i in order:
+            results[i] = run_task(tasks[i], settings, prepared[tasks[i].seed])
             if on_done:
-                on_done(results[-1])
-        return results
-    with ProcessPoolExecutor(max_workers=min(jobs, len(tasks))) as pool:
-        futures = [pool.submit(run_task, task, settings) for task in tasks]
-        results = []
-        for future in futures:
-            results.append(future.result())
-            if on_done:
-                on_done(results[-1])
-        return results
+                on_done(results[i])  # type: ignore[arg-type]
+    else:
+        with ProcessPoolExecutor(max_workers=min(jobs, len(tasks))) as pool:
+            prepared = dict(
+                zip(seeds, pool.map(prepare_seed, seeds, [settings] * len(seeds)), strict=True)
+            )
+            futures = {
+                pool.submit(run_task, tasks[i], settings, prepared[tasks[i].seed]): i for i in order
+            }
+            for future in as_completed(futures):
+                results[futures[future]] = future.result()
+                if on_done:
+                    on_done(results[futures[future]])  # type: ignore[arg-type]
+    done = [r for r in results if r is not None]
+    return done, sum(p.seconds for p in prepared.values())
 
 
 def default_jobs() -> int:
@@ -221,11 +281,12 @@ def staleness_rows(results: Sequence[TaskResult], run: RunKind) -> list[dict[str
             continue
         for c in r.staleness.checks:
             row = rows.setdefault(c.hour, Counter())
-            for key in (
-                "citations", "answers", "stale", "changed", "gone", "answers_with_stale",
-                "title_caught",
-            ):  # fmt: skip
+            for key in ("citations", "answers", "stale", "changed", "gone", "answers_with_stale"):
                 row[key] += getattr(c, key)
+            if c.title_caught is None:
+                row["title_not_run"] = 1
+            else:
+                row["title_caught"] += c.title_caught
     out = []
     for hour in sorted(rows):
         row = rows[hour]
@@ -240,8 +301,10 @@ def staleness_rows(results: Sequence[TaskResult], run: RunKind) -> list[dict[str
                 "answers": row["answers"],
                 "answers_with_stale": row["answers_with_stale"],
                 "answers_with_stale_share": _share(row["answers_with_stale"], row["answers"]),
-                "title_caught": row["title_caught"],
-                "title_caught_share": _share(row["title_caught"], row["stale"]),
+                "title_caught": None if row["title_not_run"] else row["title_caught"],
+                "title_caught_share": None
+                if row["title_not_run"]
+                else _share(row["title_caught"], row["stale"]),
             }
         )
     return out
@@ -340,12 +403,19 @@ def top10_figures(results: Sequence[TaskResult]) -> dict[str, Any]:
     }
 
 
-def timing_figures(results: Sequence[TaskResult], wall: float, jobs: int) -> dict[str, Any]:
+def timing_figures(
+    results: Sequence[TaskResult], wall: float, jobs: int, prepare: float
+) -> dict[str, Any]:
     parts: Counter[str] = Counter()
     by_run: Counter[str] = Counter()
+    if prepare:
+        by_run["import, once per seed"] = prepare
     for r in results:
         parts.update(r.seconds)
         key = "edits " + format_delay(r.task.delay or 0) if r.task.run == "edits" else r.task.run
+        key = {"popularity": "popularity-driven day", "uniform": "uniform control day"}.get(
+            key, key
+        )
         by_run[key] += r.seconds.get("total", 0.0)
     return {
         "wall_seconds": round(wall, 3),

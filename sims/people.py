@@ -29,45 +29,74 @@ class AppliedSave:
     sequence: int
 
 
+@dataclass(frozen=True)
+class Imported:
+    """A knowledge base with the day's articles just imported and published."""
+
+    knowledge_base_id: str
+    article_ids: list[str]
+    versions: list[datetime]
+    """Each article's version after the import: the timestamp of its Published event."""
+
+
+def open_day_store(
+    day: Day, db: Path, *, throwaway: bool
+) -> tuple[KnowledgeBaseStore, SimulatedClock]:
+    """Open the store at `db` with a simulated clock at the start of the day.
+
+    Simulation databases relax durability. The temporary ones use synchronous=OFF: no fsync
+    at all (a power cut could lose or damage them, which does not matter for a file deleted
+    after the run). A --db file named by the user gets synchronous=NORMAL: in WAL mode the
+    file stays consistent, only the last commits may be lost on a power cut."""
+    clock = SimulatedClock(day.start)
+    store = open_store(db, clock=clock, synchronous="OFF" if throwaway else "NORMAL")
+    return store, clock
+
+
+def import_articles(store: KnowledgeBaseStore, day: Day, name: str) -> Imported:
+    """Create a knowledge base and import the day's articles, published, in one transaction;
+    then bring the views up to date, as the first tool call would."""
+    knowledge_base_id = str(store.create_knowledge_base(name))
+    before = store.recorder.max_notification_id() or 0
+    ids = [
+        str(i)
+        for i in store.add_articles(
+            knowledge_base_id, zip(day.titles, day.contents, strict=True), publish=True
+        )
+    ]
+    versions: dict[str, datetime] = {}
+    for notification in store.recorder.select_notifications(start=before + 1, limit=2 * len(ids)):
+        event = store.mapper.to_domain_event(notification)
+        versions[str(event.originator_id)] = event.timestamp
+    if set(versions) != set(ids):
+        raise RuntimeError("the import's events do not match the imported articles")
+    store.catch_up()
+    return Imported(knowledge_base_id, ids, [versions[i] for i in ids])
+
+
 class People:
     """One run's store with the day's articles in it, and the people who save them."""
 
     def __init__(
         self,
         day: Day,
-        db: Path,
+        store: KnowledgeBaseStore,
+        clock: SimulatedClock,
+        imported: Imported,
         *,
         trace: Trace,
-        knowledge_base_name: str,
-        throwaway: bool,
     ) -> None:
         self.day = day
-        self.clock = SimulatedClock(day.start)
-        # Simulation databases are throwaway: synchronous=OFF skips the fsyncs (a power cut could
-        # lose them, which does not matter for a temporary file). A --db file given by the user
-        # keeps the product's durability.
-        self.store: KnowledgeBaseStore = open_store(
-            db, clock=self.clock, synchronous="OFF" if throwaway else None
-        )
+        self.store = store
+        self.clock = clock
         self.trace = trace
-        self.knowledge_base_id = str(self.store.create_knowledge_base(knowledge_base_name))
-        before = self.head()
-        ids = self.store.add_articles(
-            self.knowledge_base_id, zip(day.titles, day.contents, strict=True), publish=True
-        )
-        self.article_ids = [str(i) for i in ids]
+        self.knowledge_base_id = imported.knowledge_base_id
+        self.article_ids = imported.article_ids
         self.index = {a: i for i, a in enumerate(self.article_ids)}
         self.history: dict[str, list[AppliedSave]] = defaultdict(list)
-        # Each imported article's version is the timestamp of its last event (Published).
-        self.current: dict[str, tuple[datetime, bool]] = {}
-        imported = self.store.recorder.select_notifications(
-            start=before + 1, limit=2 * len(ids) + 1
-        )
-        for notification in imported:
-            event = self.store.mapper.to_domain_event(notification)
-            self.current[str(event.originator_id)] = (event.timestamp, True)
-        if set(self.current) != set(self.article_ids):
-            raise RuntimeError("the import's events do not match the imported articles")
+        self.current: dict[str, tuple[datetime, bool]] = {
+            a: (v, True) for a, v in zip(imported.article_ids, imported.versions, strict=True)
+        }
         if trace.enabled:
             for i, article_id in enumerate(self.article_ids):
                 trace.write(
@@ -90,7 +119,9 @@ class People:
         if save.kind == "unpublish":
             sequence = self.store.unpublish_article(kb, article_id)
         else:
-            sequence = self.store.save_article(kb, article_id, content=save.content, title=save.title)
+            sequence = self.store.save_article(
+                kb, article_id, content=save.content, title=save.title
+            )
         applied = AppliedSave(save.at, article_id, save.kind, self._recorded(sequence), sequence)
         self.history[article_id].append(applied)
         self.current[article_id] = (applied.updated_at, save.kind != "unpublish")

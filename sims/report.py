@@ -35,6 +35,7 @@ def build_figures(
     delays: Sequence[int],
     wall: float,
     jobs: int,
+    prepare: float = 0.0,
 ) -> dict[str, Any]:
     """Every figure of the run, summed over the seeds (the `--json` document)."""
     figures: dict[str, Any] = {
@@ -75,7 +76,7 @@ def build_figures(
         figures["edits_comparable_with_article"] = (
             figures["comparable_with_article"] and per_seed == source.EDITS_PER_SEED
         )
-    figures["timings"] = timing_figures(results, wall, jobs)
+    figures["timings"] = timing_figures(results, wall, jobs, prepare)
     figures["article"] = source.as_dict()
     return figures
 
@@ -126,14 +127,8 @@ def render_header(figures: dict[str, Any]) -> list[str]:
         lines += [
             f"Popularity: the top 10 articles got {_pct(top['questions_share'])} of the "
             f"questions ({top['questions']} of {_n(top['questions_total'])}) and "
-            + (
-                f"{_pct(top['saves_share'])} of the saves ({top['saves']} of "
-                f"{_n(top['saves_total'])}); their Zipf weight is "
-                if "staleness" in figures and "popularity" in figures["staleness"]
-                or "edits" in figures
-                else "their Zipf weight is "
-            )
-            + f"{_pct(top['zipf_weight_share'])}"
+            f"{_pct(top['saves_share'])} of the saves ({top['saves']} of "
+            f"{_n(top['saves_total'])}); their Zipf weight is {_pct(top['zipf_weight_share'])}"
             + (article if figures["comparable_with_article"] else "")
             + ".",
             "",
@@ -183,7 +178,11 @@ def render_staleness(figures: dict[str, Any], run: str) -> list[str]:
                 "answers": c["answers"],
                 "title": None,
             }
-        ours_title = f"{_n(row['title_caught'])} of {_n(row['stale'])}"
+        ours_title = (
+            DASH
+            if row["title_caught"] is None
+            else f"{_n(row['title_caught'])} of {_n(row['stale'])}"
+        )
         table.append(
             [
                 str(row["hour"]),
@@ -194,13 +193,16 @@ def render_staleness(figures: dict[str, Any], run: str) -> list[str]:
                 f"{_n(row['answers_with_stale'])} of {_n(row['answers'])} "
                 f"({_pct(row['answers_with_stale_share'])})",
                 (
-                    (f"{_n(art['answers'])} of {_n(source.ANSWERS)} " if "answers" in art else "")
-                    + f"({_pct(art['answers_share'])})"
+                    f"{_n(art['answers'])} of {_n(source.ANSWERS)} ({_pct(art['answers_share'])})"
+                    if "answers" in art
+                    else _pct(art["answers_share"])
                 )
                 if art
                 else DASH,
                 ours_title,
-                f"{art['title']} of {art['stale']}" if art and art.get("title") is not None else DASH,
+                f"{art['title']} of {art['stale']}"
+                if art and art.get("title") is not None
+                else DASH,
             ]
         )
     lines = [title, "", intro, "", *_table(headers, table), ""]
@@ -295,7 +297,9 @@ def render_edits(figures: dict[str, Any]) -> list[str]:
     for row in rows:
         a = source.EDITS.get(round(row["delay_seconds"] * 1_000_000)) if compare else None
         retry = (
-            f"{row['retry_saved']} of {row['version_moved']} saved" if row["version_moved"] else DASH
+            f"{row['retry_saved']} of {row['version_moved']} saved"
+            if row["version_moved"]
+            else DASH
         )
         a_retry = DASH
         if a and a["retry"]:
@@ -316,7 +320,6 @@ def render_edits(figures: dict[str, Any]) -> list[str]:
     first = sum(r["first_try_saved"] for r in rows)
     unpublished = sum(r["unpublished"] for r in rows)
     edits = sum(r["edits"] for r in rows)
-    short = [r for r in rows if r["edits"] < r["eligible_answers"] or r["edits"] == 0]
     all_four = compare and len(rows) == len(source.EDITS)
     lines = [
         "## What happens when the agent edits with the version from a citation?",
@@ -339,7 +342,6 @@ def render_edits(figures: dict[str, Any]) -> list[str]:
             else "."
         ),
     ]
-    del short
     lines.append("")
     return lines
 

@@ -33,7 +33,13 @@ ANSWERS = 600
 TITLE_SHARE = 41.2
 """The title-only check found 152 of 369 stale citations."""
 
-CONTROL = {"stale": 167, "citations": 1200, "stale_share": 13.9, "answers": 280, "answers_share": 46.7}
+CONTROL = {
+    "stale": 167,
+    "citations": 1200,
+    "stale_share": 13.9,
+    "answers": 280,
+    "answers_share": 46.7,
+}
 """The uniform control run at the end of the day."""
 
 COST: dict[str, dict[str, float]] = {

@@ -29,46 +29,52 @@ QUALIFIERS = (
     "across time zones", "with single sign-on", "behind a proxy", "on a shared device",
 )  # fmt: skip
 
+# The prose around the task words never uses a word of any title (verbs, objects, qualifiers),
+# so a search for a task's words finds that task's article first, as in a well-kept knowledge
+# base; `tests/test_sim_day.py` checks this for every title.
 PLACES = (
-    "Settings", "the admin console", "the Billing page", "the workspace menu", "your profile",
-    "the Integrations tab", "the Security page", "the Reports view", "the side panel",
-    "the Members list", "the Developer page", "the Automation page",
+    "the preferences page", "the control panel", "the account page", "the main menu",
+    "your profile", "the connections tab", "the privacy page", "the overview screen",
+    "the side panel", "the people list", "the developer page", "the tools page",
 )  # fmt: skip
 CONTROLS = (
-    "the Edit button", "the three-dot menu", "the Advanced toggle", "the Save button",
-    "the filter bar", "the Export dialog", "the confirmation prompt", "the status column",
-    "the search field", "the drop-down list", "the checkbox beside each row", "the Apply link",
+    "the pencil icon", "the three-dot menu", "the Advanced toggle", "the Done button",
+    "the filter bar", "the download dialog", "the confirmation prompt", "the status column",
+    "the lookup box", "the drop-down list", "the checkbox beside each row", "the Apply link",
 )  # fmt: skip
-ROLES = ("an owner", "an admin", "a billing manager", "a member", "a guest")
+ROLES = ("an owner", "an administrator", "a finance lead", "a regular member", "a visitor")
 CAUSES = (
-    "a browser extension blocks the page", "the session expired", "the plan does not include "
-    "the feature", "a proxy strips the request headers", "the clock on the device is wrong",
-    "another admin changed the setting", "the import file uses the wrong encoding",
-    "the workspace is still on the legacy plan", "the token was revoked",
+    "a browser extension blocks the page", "the session expired",
+    "the subscription lacks the feature", "a firewall strips the request headers",
+    "the computer clock is wrong", "another administrator edited the setting",
+    "the upload file uses the wrong encoding", "the account is still on an old tier",
+    "the token was revoked",
 )  # fmt: skip
 
 _STEP_TEMPLATES = (
     "Open {place} and choose {control}.",
-    "Select the {obj} you want to change, then use {control}.",
-    "Check that you are signed in as {role}; only {role} can {verb} {obj}.",
-    "Wait for the banner that confirms the change, which can take up to {n} minutes.",
+    "Select the {obj} you want to modify, then use {control}.",
+    "Check that you are logged in as {role}; only {role} can {verb} {obj}.",
+    "Wait for the banner that confirms the result, which can take up to {n} minutes.",
     "If the list is long, type part of the name in {control} to narrow it down.",
-    "Confirm with {control}; the change applies to every member of the workspace.",
+    "Confirm with {control}; the result applies to every member of the account.",
     "Go back to {place} and refresh the page to see the new state of your {obj}.",
-    "Download the summary from {place} if you need a record for your auditors.",
+    "Download the summary from {place} if you need a record for your files.",
 )
 _NOTE_TEMPLATES = (
     "If nothing happens, {cause}; fix that first and try again.",
     "People often see an error here when {cause}.",
-    "Changes made on the mobile app can take {n} minutes to appear on the web.",
-    "Contact support with the time of the attempt and your workspace name if the problem stays.",
+    "Edits made on a phone can take {n} minutes to appear on the web.",
+    "Write to the help desk with the date of the attempt and your account name if the "
+    "problem stays.",
 )
 
 TARGET_LENGTH = 1_450
 """Bodies grow sentence by sentence until they reach this many characters (~1.5 KB)."""
 
 STOP_WORDS = frozenset(
-    "a an and the to for of in on with from after during across behind up your is".split()
+    {"a", "an", "and", "the", "to", "for", "of", "in", "on", "with", "from", "after", "during"}
+    | {"across", "behind", "up", "your", "is"}
 )
 
 
@@ -109,7 +115,7 @@ def intro(title: str) -> str:
     verb, obj, qualifier = _parts(title)
     return (
         f"This article explains how to {verb.lower()} {obj} {qualifier}. "
-        f"Read it before you {verb.lower()} {obj} for the first time."
+        f"Read it before you {verb.lower()} {obj} yourself."
     )
 
 
@@ -176,5 +182,5 @@ def new_title(rng: random.Random, title: str, taken: set[str]) -> str:
 
 def keywords(title: str) -> str:
     """What an agent types into search for a question about `title`: its content words."""
-    words = [w for w in re.findall(r"[\w-]+", title.lower()) if w not in STOP_WORDS]
+    words = [w for w in re.findall(r"\w+", title.lower()) if w not in STOP_WORDS]
     return " ".join(words)

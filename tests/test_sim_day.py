@@ -1,0 +1,103 @@
+"""The day generator: one seed fixes everything, the mix and popularity are the article's, and
+the generated knowledge base behaves like one under search (a task's words find its article)."""
+
+from __future__ import annotations
+
+from collections import Counter
+from pathlib import Path
+
+from kbes import call_tool
+from kbes.sims import text
+from kbes.sims.day import HOUR, DayParameters, generate_day, zipf_weights
+from kbes.sims.people import import_articles, open_day_store
+
+SMALL = DayParameters(articles=80, questions=30, saves=80, hours=4)
+
+
+def test_a_seed_fixes_the_whole_day() -> None:
+    assert generate_day(3, SMALL) == generate_day(3, SMALL)
+    assert generate_day(3, SMALL) != generate_day(4, SMALL)
+
+
+def test_the_articles_default_day_has_the_articles_shape() -> None:
+    day = generate_day(1, DayParameters())
+    assert len(day.titles) == len(set(day.titles)) == 400
+    assert len(day.questions) == 120 and len(day.saves) == 300
+    sizes = [len(c.encode()) for c in day.contents]
+    assert 1400 <= sum(sizes) / len(sizes) <= 1700, "articles are about 1.5 KB of text"
+    assert all(0 <= x.at < 8 * HOUR for x in [*day.questions, *day.saves])
+    assert [q.at for q in day.questions] == sorted(q.at for q in day.questions)
+    assert sorted(day.rank) == list(range(1, 401))
+    # Zipf s = 0.9 over 400 ranks puts 36.7% of the weight on the top 10 (the article's figure).
+    assert round(100 * sum(zipf_weights(400, 0.9)[:10]), 1) == 36.7
+    questions, saves, weight = day.top_share(10)
+    assert round(weight * 100, 1) == 36.7
+    assert 0.25 < questions < 0.5 and 0.2 < saves < 0.5
+
+
+def test_save_mix_over_many_seeds_is_85_10_5() -> None:
+    kinds: Counter[str] = Counter()
+    for seed in range(1, 11):
+        kinds.update(s.kind for s in generate_day(seed, DayParameters()).saves)
+    total = sum(kinds.values())
+    assert abs(kinds["content"] / total - 0.85) < 0.03
+    assert abs(kinds["retitle"] / total - 0.10) < 0.02
+    assert abs(kinds["unpublish"] / total - 0.05) < 0.015
+
+
+def test_saves_land_on_published_articles_and_retitles_stay_distinct() -> None:
+    day = generate_day(2, DayParameters())
+    published = [True] * len(day.titles)
+    titles = set(day.titles)
+    for save in day.saves:
+        assert published[save.article], "nobody saves or unpublishes a withdrawn article"
+        if save.kind == "unpublish":
+            published[save.article] = False
+            assert save.content is None and save.title is None
+        elif save.kind == "retitle":
+            assert save.title not in titles, "a retitle never reuses a title"
+            titles.add(save.title)
+            assert save.content and save.content.startswith(text.intro(save.title))
+        else:
+            assert save.title is None and save.content
+
+
+def test_the_uniform_control_keeps_everything_but_the_saves_targets() -> None:
+    zipf = generate_day(5, DayParameters(), "popularity")
+    uniform = generate_day(5, DayParameters(), "uniform")
+    assert zipf.titles == uniform.titles and zipf.contents == uniform.contents
+    assert [(q.at, q.article) for q in zipf.questions] == [
+        (q.at, q.article) for q in uniform.questions
+    ]
+    assert [(s.at, s.kind) for s in zipf.saves] == [(s.at, s.kind) for s in uniform.saves]
+    top = {i for i, r in enumerate(zipf.rank) if r <= 10}
+    on_top = sum(1 for s in uniform.saves if s.article in top)
+    assert on_top < 30, "uniform saves hit the top 10 of 400 about 2.5% of the time"
+
+
+def test_every_article_is_the_top_hit_for_its_own_titles_words(tmp_path: Path) -> None:
+    """What makes the agent's answers and the title-only check meaningful: the prose never
+    reuses a title word, so a search for a task finds that task's article first."""
+    day = generate_day(1, DayParameters())
+    store, _ = open_day_store(day, tmp_path / "kb.sqlite", throwaway=True)
+    try:
+        imported = import_articles(store, day, "search quality")
+        for i, title in enumerate(day.titles):
+            result = call_tool(
+                store,
+                "search_knowledge_base",
+                {
+                    "knowledge_base_id": imported.knowledge_base_id,
+                    "query": text.keywords(title),
+                    "limit": 2,
+                },
+            )
+            assert result.hits[0].article_id == imported.article_ids[i], title
+    finally:
+        store.close()
+
+
+def test_keywords_drop_stop_words_and_split_like_the_index() -> None:
+    assert text.keywords("Set up SSO certificates with single sign-on") == (
+        "set sso certificates single sign"
+    )
