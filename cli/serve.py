@@ -5,27 +5,21 @@ from __future__ import annotations
 import ipaddress
 import logging
 import sys
+from typing import TYPE_CHECKING
 
 import anyio
 import click
 
 from kbes.application import Grants, KnowledgeBaseStore
 from kbes.cli.options import db_option, store_at
-from kbes.server import (
-    EDIT_POLICIES,
-    TOKENS_FILE_HELP,
-    KbesMCP,
-    RedactTokens,
-    Tokens,
-    TokensFileError,
-    bind,
-    canonical_id,
-    describe_grants,
-    instructions_for,
-    url_host,
-)
 from kbes.urls import redact
 
+if TYPE_CHECKING:
+    from kbes.server import Tokens
+
+# The MCP SDK takes about a second to import, so `kbes.server` is imported only when `kbes serve`
+# runs: every other kbes command stays quick.
+EDIT_POLICIES = ("ask", "allow", "deny")
 LOG_LEVELS = ("debug", "info", "warning", "error")
 
 
@@ -115,6 +109,8 @@ def serve(
             "could read and edit the granted knowledge bases. Add --tokens FILE, or serve on "
             "loopback (the default host)."
         )
+    from kbes.server import KbesMCP, bind, describe_grants, instructions_for, url_host
+
     tokens = load_tokens(tokens_file) if tokens_file else None
     configure_logging(log_level, tokens)
 
@@ -187,6 +183,8 @@ def resolve_grants(
 ) -> Grants:
     """Canonical ids of the granted knowledge bases; each must exist, so a typo fails now
     rather than answering not_found to every call."""
+    from kbes.server import canonical_id
+
     if grant_all:
         return None
     store.catch_up()
@@ -203,10 +201,15 @@ def resolve_grants(
 
 
 def load_tokens(path: str) -> Tokens:
+    from kbes.server import TOKENS_FILE_HELP, Tokens, TokensFileError, readable_by_others
+
     try:
-        return Tokens.load(path)
+        tokens = Tokens.load(path)
     except TokensFileError as e:
         raise click.BadParameter(f"{e}\n\n{TOKENS_FILE_HELP}", param_hint="--tokens") from None
+    if tokens.secrets and readable_by_others(path):
+        note(f"kbes serve: warning: {path} holds tokens and other users can read it (chmod 600)")
+    return tokens
 
 
 def check_token_grants(store: KnowledgeBaseStore, tokens: Tokens, grants: Grants) -> None:
@@ -233,6 +236,8 @@ def configure_logging(level: str, tokens: Tokens | None) -> None:
     handler = logging.StreamHandler(sys.stderr)
     handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
     if tokens is not None:
+        from kbes.server import RedactTokens
+
         handler.addFilter(RedactTokens(tokens.secrets))
     root = logging.getLogger()
     root.handlers[:] = [handler]

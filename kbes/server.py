@@ -161,10 +161,6 @@ class Tokens:
             holders[digest] = TokenHolder(name=name, grants=_parse_grants(grants_text, where))
         if not holders:
             raise TokensFileError(f"{os.fspath(path)}: no tokens. {TOKENS_FILE_HELP}")
-        if secrets and _readable_by_others(path):
-            logger.warning(
-                "tokens file %s is readable by other users; consider chmod 600", os.fspath(path)
-            )
         return cls(holders=holders, secrets=frozenset(secrets))
 
     def holder(self, token: str) -> TokenHolder | None:
@@ -187,7 +183,8 @@ def _parse_grants(text: str, where: str) -> Grants:
     return frozenset(grants)
 
 
-def _readable_by_others(path: str | os.PathLike[str]) -> bool:
+def readable_by_others(path: str | os.PathLike[str]) -> bool:
+    """Whether users other than the owner may read the file (a secret should not be)."""
     try:
         return bool(os.stat(path).st_mode & (stat.S_IRWXG | stat.S_IRWXO))
     except OSError:
@@ -279,6 +276,7 @@ class KbesMCP:
             self.tools[tool.name] = tool
         self.edits: EditPolicy = edits
         self.tokens = tokens
+        self._holders = {} if tokens is None else {h.name: h for h in tokens.holders.values()}
         self._listing = [mcp_tool(tool) for tool in self.tools.values()]
         self._limiter = anyio.CapacityLimiter(STORE_THREADS)
         self.server: Server[Any] = Server(
@@ -343,11 +341,7 @@ class KbesMCP:
         if self.tokens is None:
             return self.grants
         access = get_access_token()
-        holder = None
-        if access is not None:
-            holder = next(
-                (h for h in self.tokens.holders.values() if h.name == access.client_id), None
-            )
+        holder = None if access is None else self._holders.get(access.client_id)
         if holder is None:  # unreachable behind the bearer middleware; fail closed anyway
             return frozenset()
         return narrow(self.grants, holder.grants)
@@ -585,4 +579,5 @@ __all__ = [
     "describe_grants",
     "instructions_for",
     "narrow",
+    "readable_by_others",
 ]
