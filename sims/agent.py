@@ -29,6 +29,8 @@ class Cited:
     """A citation the agent kept, with what the title-only strategy would have kept instead."""
 
     answer: int
+    position: int
+    """0 for the top hit the agent read, 1 for the second."""
     read_at: int
     knowledge_base_id: str
     article_id: str
@@ -137,7 +139,7 @@ class Agent:
         if isinstance(found, KbesError):
             raise SimulationError(f"answer {question.number}: search refused: {found.to_dict()}")
         cited: list[Cited] = []
-        for hit in found.hits[:CITED_PER_ANSWER]:
+        for position, hit in enumerate(found.hits[:CITED_PER_ANSWER]):
             article = self.read("answer", hit.article_id)
             if isinstance(article, KbesError):
                 raise SimulationError(
@@ -147,6 +149,7 @@ class Agent:
             cited.append(
                 Cited(
                     answer=question.number,
+                    position=position,
                     read_at=question.at,
                     knowledge_base_id=article.citation.knowledge_base_id,
                     article_id=article.citation.article_id,

@@ -281,7 +281,10 @@ def staleness_rows(results: Sequence[TaskResult], run: RunKind) -> list[dict[str
             continue
         for c in r.staleness.checks:
             row = rows.setdefault(c.hour, Counter())
-            for key in ("citations", "answers", "stale", "changed", "gone", "answers_with_stale"):
+            for key in (
+                "citations", "answers", "stale", "changed", "gone", "answers_with_stale",
+                "stale_first", "first_citations",
+            ):  # fmt: skip
                 row[key] += getattr(c, key)
             if c.title_caught is None:
                 row["title_not_run"] = 1
@@ -301,6 +304,10 @@ def staleness_rows(results: Sequence[TaskResult], run: RunKind) -> list[dict[str
                 "answers": row["answers"],
                 "answers_with_stale": row["answers_with_stale"],
                 "answers_with_stale_share": _share(row["answers_with_stale"], row["answers"]),
+                "stale_first": row["stale_first"],
+                "first_citations": row["first_citations"],
+                "stale_second": row["stale"] - row["stale_first"],
+                "second_citations": row["citations"] - row["first_citations"],
                 "title_caught": None if row["title_not_run"] else row["title_caught"],
                 "title_caught_share": None
                 if row["title_not_run"]

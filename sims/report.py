@@ -229,6 +229,14 @@ def render_staleness(figures: dict[str, Any], run: str) -> list[str]:
                 else "."
             )
         )
+    if last["first_citations"] and last["second_citations"]:
+        lines.append(
+            f"By position at hour {last['hour']}: the top hits (the articles asked about) "
+            f"{_n(last['stale_first'])} of {_n(last['first_citations'])} stale "
+            f"({_pct(100 * last['stale_first'] / last['first_citations'])}), the second hits "
+            f"{_n(last['stale_second'])} of {_n(last['second_citations'])} "
+            f"({_pct(100 * last['stale_second'] / last['second_citations'])})."
+        )
     lines.append("")
     return lines
 

@@ -45,6 +45,9 @@ class CheckFigures:
     changed: int
     gone: int
     answers_with_stale: int
+    stale_first: int
+    """Stale citations that were the top hit of their answer (the article asked about)."""
+    first_citations: int
     title_caught: int | None
     """None when the title-only check did not run (the control run)."""
     calls: dict[str, int] = field(default_factory=dict)
@@ -152,6 +155,8 @@ class Checker:
             changed=len(truth - gone),
             gone=len(gone),
             answers_with_stale=len({citations[i].answer for i in truth}),
+            stale_first=sum(1 for i in truth if citations[i].position == 0),
+            first_citations=sum(1 for c in citations if c.position == 0),
             title_caught=len(by_title) if self.title_check else None,
             calls={s: meter.calls[f"check:{s}"] - calls_before[s] for s in STRATEGIES},
             bytes={s: meter.bytes[f"check:{s}"] - bytes_before[s] for s in STRATEGIES},
