@@ -15,6 +15,7 @@ from uuid import UUID
 
 import msgspec
 from eventsourcing.application import AggregateNotFoundError, Application, ProcessingEvent
+from eventsourcing.domain import Aggregate
 from eventsourcing.persistence import IntegrityError, Recording
 from eventsourcing.utils import get_topic
 
@@ -92,6 +93,26 @@ class KnowledgeBaseStore(Application):
         # SQLite's FeedApplicationRecorder or kbes.postgres's: the same `select_feed` contract.
         assert hasattr(self.recorder, "select_feed")
         return self.recorder  # type: ignore[return-value]
+
+    def save(self, *objs: Any, **kwargs: Any) -> list[Recording]:
+        """eventsourcing's `save`, minus its runtime Protocol checks: on Python 3.11 each
+        `isinstance(obj, DomainEventProtocol)` walks the protocol's members (~20 us an
+        aggregate, half the CPU of a bulk import). A plain class check picks out aggregates;
+        anything else still goes through eventsourcing's own collection. Imports of 2,000
+        articles: 31,700 -> 43,000 events/s (CPU); an edit: -60 us of CPU."""
+        processing_event = ProcessingEvent()
+        for obj in objs:
+            if isinstance(obj, Aggregate):
+                processing_event.events.extend(obj.collect_events())
+                processing_event.aggregates[obj.id] = obj
+            elif obj is not None:
+                processing_event.collect_events(obj)
+        processing_event.saved_kwargs.update(kwargs)
+        recordings = self._record(processing_event)
+        self._take_snapshots(processing_event)
+        self._notify(recordings)
+        self.notify(processing_event.events)
+        return recordings
 
     def _record(self, processing_event: ProcessingEvent) -> list[Recording]:
         processing_event.saved_kwargs[FEED_KWARG] = feed_entries(
@@ -171,7 +192,7 @@ class KnowledgeBaseStore(Application):
 
     def get_article(self, article_id: UUID | str) -> Article:
         try:
-            return self.repository.get(_uuid(article_id, "article_id"))
+            return self.repository.get(_uuid(article_id, "article_id"), projector_func=_project)
         except AggregateNotFoundError:
             raise NotFound(f"no article {article_id}") from None
 
@@ -335,7 +356,7 @@ class KnowledgeBaseStore(Application):
 
     def _replay(self, kb: UUID, key: str, fingerprint: str) -> EditResult | None:
         try:
-            receipt: EditReceipt = self.repository.get(receipt_id(kb, key))
+            receipt: EditReceipt = self.repository.get(receipt_id(kb, key), projector_func=_project)
         except AggregateNotFoundError:
             return None
         if receipt.fingerprint != fingerprint:
@@ -348,7 +369,7 @@ class KnowledgeBaseStore(Application):
 
     def _editable_article(self, kb: UUID, article_id: UUID, raw_id: str) -> Article:
         try:
-            article: Article = self.repository.get(article_id)
+            article: Article = self.repository.get(article_id, projector_func=_project)
         except AggregateNotFoundError:
             raise NotFound(_no_article(raw_id)) from None
         if article.knowledge_base_id != kb or not article.ever_published:
@@ -360,6 +381,15 @@ class KnowledgeBaseStore(Application):
                 unpublished_at=format_timestamp(article.updated_at),
             )
         return article
+
+
+def _project(aggregate: Any, events: Iterable[Any]) -> Any:
+    """eventsourcing's `project_aggregate` without its per-event `assert isinstance(event,
+    CanMutateProtocol)`, a runtime Protocol check that costs ~20 us an event on Python 3.11:
+    every edit fast-forwards its cached article by one event."""
+    for event in events:
+        aggregate = event.mutate(aggregate)
+    return aggregate
 
 
 def feed_entries(events: Sequence[Any], aggregates: dict[Any, Any]) -> list[str | None]:
