@@ -8,6 +8,8 @@ from uuid import NAMESPACE_URL, UUID, uuid5
 
 from eventsourcing.domain import Aggregate
 
+from kbes.article import copy_aggregate
+
 RECEIPT_NAMESPACE = uuid5(NAMESPACE_URL, "https://kbes.invalid/edit-receipt")
 
 
@@ -34,6 +36,9 @@ class EditReceipt(Aggregate):
         self.fingerprint = fingerprint
         self.title = title
         self.updated_at = updated_at
+
+    def __deepcopy__(self, memo: dict[int, object]) -> EditReceipt:
+        return copy_aggregate(self, memo)
 
     @staticmethod
     def create_id(knowledge_base_id: UUID, idempotency_key: str) -> UUID:
