@@ -172,7 +172,9 @@ def _wait_listening(url: str, process: subprocess.Popen[bytes], log_path: Path) 
                 return
         except OSError:
             if process.poll() is not None or time.monotonic() > deadline:
-                raise AssertionError(f"kbes serve is not listening:\n{log_path.read_text()}")
+                raise AssertionError(
+                    f"kbes serve is not listening:\n{log_path.read_text()}"
+                ) from None
             time.sleep(0.05)
 
 
