@@ -151,6 +151,9 @@ async def test_whole_flow(transport: str, mode: str, data: Seed) -> None:
             return await client.call_tool(name, arguments)
 
         check_contract((await client.list_tools()).tools)
+        # The instructions tell the model which knowledge bases it may pass, and only those.
+        assert f"Support (knowledge_base_id {kb})" in (client.instructions or "")
+        assert data.other_kb not in (client.instructions or "")
 
         # Search: ranked hits, each with its citation; drafts never show.
         found = body(await call("search_knowledge_base", knowledge_base_id=kb, query="reset"))

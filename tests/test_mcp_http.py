@@ -119,6 +119,9 @@ async def test_a_token_reaches_only_its_knowledge_bases(
 
     before = event_count(data.db)
     async with http_client(server.url, ALICE, mode=mode) as alice:
+        # Instructions are the same for every token, so they name no knowledge base.
+        assert data.other_kb not in (alice.instructions or "")
+        assert data.kb not in (alice.instructions or "")
         found = body(
             await alice.call_tool(
                 "search_knowledge_base", {"knowledge_base_id": data.kb, "query": "password"}
