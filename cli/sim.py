@@ -6,6 +6,7 @@ group's own --db to run inside a file of your choice instead."""
 
 from __future__ import annotations
 
+import os
 import sys
 import time
 from collections.abc import Callable, Sequence
@@ -312,9 +313,10 @@ def _execute(
         return figures, workdir
 
     if options["benchmark"]:
-        timings = []
+        timings, load = [], []
         for n in range(options["benchmark"]):
             click.echo(f"benchmark repetition {n + 1} of {options['benchmark']}", err=True)
+            load.append(os.getloadavg()[0])
             figures, workdir = once(trace=False, progress=False)
             workdir.close()
             timings.append(figures["timings"])
@@ -326,11 +328,16 @@ def _execute(
                 repetitions=options["benchmark"],
                 jobs=min(jobs, len(tasks)),
                 seeds=len(seeds),
+                load=load,
+                cores=os.cpu_count(),
             ),
             nl=False,
         )
         if options["json_path"]:
-            _write_json({"format": report.FORMAT, "benchmark": rows}, options["json_path"])
+            _write_json(
+                {"format": report.FORMAT, "benchmark": rows, "load_average": load},
+                options["json_path"],
+            )
         return
 
     figures, workdir = once(

@@ -52,12 +52,20 @@ def summarize(timings: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
         if any(values):
             add(label, values)
     add("busy time, all runs", [sum(t["runs"].values()) for t in timings])
+    add("CPU time, all runs", [t["cpu_seconds"] for t in timings])
     add("wall time, end to end", [t["wall_seconds"] for t in timings])
     return rows
 
 
 def render(
-    rows: Sequence[dict[str, Any]], *, command: str, repetitions: int, jobs: int, seeds: int
+    rows: Sequence[dict[str, Any]],
+    *,
+    command: str,
+    repetitions: int,
+    jobs: int,
+    seeds: int,
+    load: Sequence[float] = (),
+    cores: int | None = None,
 ) -> str:
     lines = [
         f"## Benchmark: kbes sim {command}, {seeds} seed(s), median of {repetitions} "
@@ -79,6 +87,12 @@ def render(
         )
     else:
         lines.append(f"Median wall time {wall:.2f} s.")
+    if load:
+        lines.append(
+            f"Load average (1 min) before each repetition: {', '.join(f'{x:.1f}' for x in load)}"
+            f" on {cores or '?'} core(s): above 0 means other processes shared the cores; the "
+            "CPU time is what the runs themselves cost."
+        )
     lines.append(
         "Run and phase times are summed over the seeds; with several worker processes they "
         "overlap, so they add up to more than the wall time. The wall time is measured inside "

@@ -89,13 +89,14 @@ class Prepared:
     path: str | None = None
     imported: Imported | None = None
     seconds: float = 0.0
+    cpu: float = 0.0
 
 
 def prepare_seed(seed: int, settings: Settings) -> Prepared:
     """Import the seed's articles once into a template store (closed, so it is one file)."""
     if settings.db is not None:
         return Prepared(seed)
-    started = time.perf_counter()
+    started, cpu = time.perf_counter(), time.process_time()
     day = _day(seed, settings.parameters, "popularity")
     path = settings.workdir / f"seed{seed}.template.sqlite"
     store, _ = open_day_store(day, path, throwaway=True)
@@ -103,7 +104,9 @@ def prepare_seed(seed: int, settings: Settings) -> Prepared:
         imported = import_articles(store, day, f"kbes sim seed {seed}")
     finally:
         store.close()
-    return Prepared(seed, str(path), imported, time.perf_counter() - started)
+    return Prepared(
+        seed, str(path), imported, time.perf_counter() - started, time.process_time() - cpu
+    )
 
 
 def _copy_store(source: str, destination: Path) -> None:
@@ -116,7 +119,7 @@ def run_task(task: Task, settings: Settings, prepared: Prepared) -> TaskResult:
     """Play one run in a copy of the seed's imported store (or its own knowledge base of the
     `--db` file)."""
     seconds: Counter[str] = Counter()
-    started = time.perf_counter()
+    started, cpu = time.perf_counter(), time.process_time()
     variant: Variant = "uniform" if task.run == "uniform" else "popularity"
     day = _day(task.seed, settings.parameters, variant)
     seconds["generate"] += time.perf_counter() - started
@@ -180,6 +183,7 @@ def run_task(task: Task, settings: Settings, prepared: Prepared) -> TaskResult:
     )
     seconds.update(agent.meter.seconds)
     seconds["total"] = time.perf_counter() - started + seconds["generate"]
+    seconds["cpu"] = time.process_time() - cpu
     result.calls = dict(agent.meter.calls)
     result.bytes = dict(agent.meter.bytes)
     result.seconds = dict(seconds)
@@ -209,9 +213,9 @@ def run_tasks(
     *,
     jobs: int = 1,
     on_done: Callable[[TaskResult], None] | None = None,
-) -> tuple[list[TaskResult], float]:
+) -> tuple[list[TaskResult], tuple[float, float]]:
     """Prepare each seed's import, then run every task. Returns the results in task order
-    (whatever the number of workers) and the seconds spent preparing the imports. Workers take
+    (whatever the number of workers) and the wall and CPU seconds spent on the imports. Workers take
     the longest runs first, so they finish together."""
     seeds = list(dict.fromkeys(t.seed for t in tasks))
     order = sorted(
@@ -237,7 +241,10 @@ def run_tasks(
                 if on_done:
                     on_done(results[futures[future]])  # type: ignore[arg-type]
     done = [r for r in results if r is not None]
-    return done, sum(p.seconds for p in prepared.values())
+    return done, (
+        sum(p.seconds for p in prepared.values()),
+        sum(p.cpu for p in prepared.values()),
+    )
 
 
 def default_jobs() -> int:
@@ -411,14 +418,19 @@ def top10_figures(results: Sequence[TaskResult]) -> dict[str, Any]:
 
 
 def timing_figures(
-    results: Sequence[TaskResult], wall: float, jobs: int, prepare: float
+    results: Sequence[TaskResult], wall: float, jobs: int, prepare: tuple[float, float]
 ) -> dict[str, Any]:
+    """Wall time of the command, and per run kind and phase the wall time summed over the
+    runs (overlapping when runs go to several workers); `cpu_seconds` is the CPU time of all
+    runs, which other processes on the machine do not inflate."""
     parts: Counter[str] = Counter()
     by_run: Counter[str] = Counter()
-    if prepare:
-        by_run["import, once per seed"] = prepare
+    if prepare[0]:
+        by_run["import, once per seed"] = prepare[0]
+    cpu = prepare[1]
     for r in results:
-        parts.update(r.seconds)
+        cpu += r.seconds.get("cpu", 0.0)
+        parts.update({k: v for k, v in r.seconds.items() if k != "cpu"})
         key = "edits " + format_delay(r.task.delay or 0) if r.task.run == "edits" else r.task.run
         key = {"popularity": "popularity-driven day", "uniform": "uniform control day"}.get(
             key, key
@@ -426,6 +438,7 @@ def timing_figures(
         by_run[key] += r.seconds.get("total", 0.0)
     return {
         "wall_seconds": round(wall, 3),
+        "cpu_seconds": round(cpu, 3),
         "jobs": jobs,
         "phases": {k: round(v, 3) for k, v in sorted(parts.items())},
         "runs": {k: round(v, 3) for k, v in by_run.items()},

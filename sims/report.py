@@ -35,7 +35,7 @@ def build_figures(
     delays: Sequence[int],
     wall: float,
     jobs: int,
-    prepare: float = 0.0,
+    prepare: tuple[float, float] = (0.0, 0.0),
 ) -> dict[str, Any]:
     """Every figure of the run, summed over the seeds (the `--json` document)."""
     figures: dict[str, Any] = {
@@ -358,7 +358,8 @@ def render_footer(figures: dict[str, Any]) -> list[str]:
     t = figures["timings"]
     compare = figures["comparable_with_article"] and figures["command"] == "day"
     return [
-        f"Ran in {t['wall_seconds']:.1f} s with {t['jobs']} worker process(es)"
+        f"Ran in {t['wall_seconds']:.1f} s with {t['jobs']} worker process(es), "
+        f"{t['cpu_seconds']:.1f} s of CPU in all"
         + (f" (the article's whole run: {source.RUNTIME_SECONDS} s)." if compare else "."),
     ]
 
