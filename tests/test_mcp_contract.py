@@ -8,11 +8,13 @@ from __future__ import annotations
 import json
 import uuid
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any
 
 import mcp_types as types
+import msgspec
 import pytest
 from click.testing import CliRunner
+from mcp import Client
 from mcp.shared.exceptions import MCPError
 from mcp_harness import (
     Elicitations,
@@ -26,7 +28,11 @@ from mcp_harness import (
     stdio_client,
 )
 
+from kbes import open_store
 from kbes.cli import main
+from kbes.errors import NotFound
+from kbes.server import KbesMCP
+from kbes.tools import TOOLS, Tool
 
 pytestmark = pytest.mark.anyio
 
@@ -229,3 +235,61 @@ def test_serve_refuses_bad_options_clearly(
     result = CliRunner().invoke(main, argv)
     assert result.exit_code == 2, result.output
     assert message in result.output
+
+
+class EchoRequest(msgspec.Struct, kw_only=True, frozen=True, forbid_unknown_fields=True):
+    knowledge_base_id: str
+    note: Annotated[str, msgspec.Meta(min_length=1, max_length=20)]
+
+
+class EchoResult(msgspec.Struct, kw_only=True, frozen=True):
+    knowledge_base_id: str
+    note: str
+
+
+async def test_extra_tools_are_served_like_the_four(data: Seed) -> None:
+    """Another `Tool` passed to the server is listed from its own schemas, validated, confined to
+    the grants, and (not being read-only) put to the user before it runs."""
+
+    def echo(store: Any, request: EchoRequest, grants: Any) -> EchoResult:
+        if grants is not None and request.knowledge_base_id not in grants:
+            raise NotFound(f"no knowledge base {request.knowledge_base_id} is available here")
+        return EchoResult(knowledge_base_id=request.knowledge_base_id, note=request.note)
+
+    def tool(name: str, annotations: dict[str, bool]) -> Tool:
+        return Tool(
+            name=name,
+            title=name.replace("_", " ").capitalize(),
+            description=f"{name}: echo a note for a granted knowledge base.",
+            request=EchoRequest,  # type: ignore[arg-type]
+            result=EchoResult,  # type: ignore[arg-type]
+            annotations=annotations,
+            run=echo,
+        )
+
+    reader = tool("echo_note", {"readOnlyHint": True, "destructiveHint": False})
+    writer = tool("write_note", {"readOnlyHint": False, "destructiveHint": True})
+    store = open_store(data.db)
+    try:
+        server = KbesMCP(
+            store, grants=frozenset({data.kb}), tools=[*TOOLS.values(), reader, writer]
+        )
+        asked = Elicitations("accept")
+        async with Client(server.server, elicitation_callback=asked) as client:
+            listed = {t.name: t for t in (await client.list_tools()).tools}
+            assert list(listed) == [*TOOLS, "echo_note", "write_note"]
+            assert listed["echo_note"].input_schema == reader.input_schema()
+            assert listed["echo_note"].output_schema == reader.output_schema()
+            args = {"knowledge_base_id": data.kb, "note": "hello"}
+            assert body(await client.call_tool("echo_note", args)) == args
+            assert asked.messages == []
+            bad = error(await client.call_tool("echo_note", {**args, "note": ""}))
+            assert (bad["code"], bad["field"]) == ("invalid_argument", "note")
+            hidden = error(
+                await client.call_tool("echo_note", {**args, "knowledge_base_id": data.other_kb})
+            )
+            assert hidden["code"] == "not_found"
+            assert body(await client.call_tool("write_note", args)) == args
+            assert len(asked.messages) == 1 and "write_note" in asked.messages[0]
+    finally:
+        store.close()
