@@ -12,6 +12,8 @@ import click
 
 from kbes.application import Grants, KnowledgeBaseStore
 from kbes.cli.options import db_option, store_at
+from kbes.history_tools import HISTORY_TOOLS
+from kbes.tools import TOOLS
 from kbes.urls import redact
 
 if TYPE_CHECKING:
@@ -72,6 +74,12 @@ LOG_LEVELS = ("debug", "info", "warning", "error")
     show_default=True,
     help="How much the server logs on stderr. Tokens are redacted at every level.",
 )
+@click.option(
+    "--history-tools",
+    is_flag=True,
+    help="Also serve diff_knowledge_article (read-only): what changed in an article since a "
+    "cited version, as a unified diff, instead of re-reading it whole.",
+)
 def serve(
     db: str,
     grant_ids: tuple[str, ...],
@@ -80,6 +88,7 @@ def serve(
     tokens_file: str | None,
     edits: str,
     log_level: str,
+    history_tools: bool,
 ) -> None:
     """Serve the four knowledge-base tools over MCP: stdio by default, or streamable HTTP.
 
@@ -122,6 +131,7 @@ def serve(
         mcp = KbesMCP(
             store,
             grants=grants,
+            tools=[*TOOLS.values(), *(HISTORY_TOOLS if history_tools else [])],
             edits=edits,  # type: ignore[arg-type]
             tokens=tokens,
             instructions=instructions_for(known),

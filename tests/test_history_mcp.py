@@ -10,6 +10,7 @@ from typing import Any
 
 import anyio
 from mcp.client.client import Client
+from mcp_harness import stdio_client
 
 from kbes import SimulatedClock, format_timestamp, open_store
 from kbes.history_tools import HISTORY_TOOLS
@@ -21,8 +22,7 @@ START = datetime(2026, 11, 30, 9, 0, tzinfo=UTC)
 
 
 def build(db: Path) -> dict[str, str]:
-    """Three published articles cited at 09:00: one saved since, one unpublished since, one
-    untouched; and the 09:05 stamp of the save."""
+    """Two published articles read at 09:00: one saved at 09:05, one unpublished at 09:05."""
     clock = SimulatedClock(START)
     store = open_store(db, clock=clock)
     kb = store.create_knowledge_base("Support")
@@ -118,6 +118,22 @@ def test_diff_tool_over_an_in_process_mcp_client(tmp_path: Path) -> None:
         check(run(session), ids)
     finally:
         store.close()
+
+
+def test_kbes_serve_history_tools_over_stdio(tmp_path: Path) -> None:
+    """The acceptance path: `kbes serve --history-tools` in its own process, the SDK's client
+    over stdio."""
+    db = tmp_path / "kbes.sqlite"
+    ids = build(db)
+
+    async def session() -> dict[str, Any]:
+        async with stdio_client(db, "--grant", ids["kb"], "--history-tools") as client:
+            names = [tool.name for tool in (await client.list_tools()).tools]
+            return {"names": names, **await exercise(client, ids)}
+
+    outcome = run(session)
+    assert outcome["names"] == [*TOOLS, "diff_knowledge_article"]
+    check(outcome, ids)
 
 
 def test_the_default_server_keeps_to_the_four_tools(tmp_path: Path) -> None:
