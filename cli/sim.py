@@ -17,6 +17,7 @@ import click
 import msgspec
 from click.core import ParameterSource
 
+from kbes import open_store
 from kbes.sims import bench, report
 from kbes.sims.agent import SimulationError
 from kbes.sims.day import DayParameters
@@ -266,6 +267,8 @@ def _execute(
         except PlotUnavailable as e:
             raise click.ClickException(str(e)) from None
     db: Path | None = options["db"]
+    if db is not None:
+        _check_db(db)
     jobs = options["jobs"] or (1 if db is not None else default_jobs())
     per_seed = options.get("per_seed", DEFAULT_PER_SEED)
     tasks = plan_tasks(seeds, popularity=popularity, uniform=uniform, delays=delays)
@@ -355,6 +358,14 @@ def _execute(
     if options["json_path"]:
         _write_json(figures, options["json_path"])
     click.echo(report.render(figures, parts), nl=False)
+
+
+def _check_db(db: Path) -> None:
+    """Open (creating if needed) the --db file once, so a bad path fails before any run."""
+    try:
+        open_store(db, synchronous="NORMAL").close()
+    except Exception as e:
+        raise click.ClickException(f"cannot use --db {str(db)!r} as a kbes database: {e}") from None
 
 
 def _write_json(document: dict[str, Any], path: str) -> None:

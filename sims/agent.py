@@ -16,6 +16,7 @@ from typing import Any
 import msgspec
 
 from kbes import KbesError, call_tool, parse_timestamp
+from kbes.history_tools import HISTORY_TOOLS
 from kbes.sims.day import Question
 from kbes.sims.trace import Trace
 
@@ -69,7 +70,7 @@ class Agent:
         """Call `tool`; return its result, or the `KbesError` it refused with (not raised)."""
         outcome: Any
         try:
-            outcome = call_tool(self.store, tool, arguments)
+            outcome = _call_tool(self.store, tool, arguments)
             encoded = msgspec.json.encode(outcome)
         except KbesError as error:
             outcome = error
@@ -110,6 +111,17 @@ class Agent:
                 "resource_id": self.knowledge_base_id,
                 "after_sequence": after_sequence,
                 "limit": limit,
+            },
+        )
+
+    def diff(self, purpose: str, article_id: str, since_version: str) -> Any:
+        return self.call(
+            purpose,
+            "diff_knowledge_article",
+            {
+                "knowledge_base_id": self.knowledge_base_id,
+                "article_id": article_id,
+                "since_version": since_version,
             },
         )
 
@@ -160,6 +172,17 @@ class Agent:
                 )
             )
         return cited
+
+
+_HISTORY_TOOLS = {tool.name: tool for tool in HISTORY_TOOLS}
+
+
+def _call_tool(store: Any, name: str, arguments: dict[str, Any]) -> Any:
+    """The four tools, plus the opt-in history tools `kbes serve --history-tools` adds."""
+    tool = _HISTORY_TOOLS.get(name)
+    if tool is None:
+        return call_tool(store, name, arguments)
+    return tool.run(store, tool.parse(arguments), None)
 
 
 class SimulationError(AssertionError):

@@ -22,6 +22,7 @@ PHASES = {
     "check:title": "phase: checks, re-search each cited title",
     "check:read": "phase: checks, re-read each cited article",
     "check:poll": "phase: checks, poll from a cursor",
+    "check:diff": "phase: checks, diff what moved",
     "edits": "phase: edits (retries, replays)",
 }
 

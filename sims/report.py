@@ -245,6 +245,7 @@ STRATEGY_NAMES = {
     "title": "Re-search each cited title",
     "read": "Re-read each cited article",
     "poll": "poll_resource_events from a cursor",
+    "diff": "Poll, then diff only what moved",
 }
 
 
@@ -255,7 +256,7 @@ def render_cost(figures: dict[str, Any]) -> list[str]:
     table = []
     for key, name in STRATEGY_NAMES.items():
         s = cost["strategies"][key]
-        a = source.COST[key] if compare else None
+        a = source.COST.get(key) if compare else None
         table.append(
             [
                 name,
@@ -278,7 +279,7 @@ def render_cost(figures: dict[str, Any]) -> list[str]:
         "",
         *_table(headers, table),
         "",
-        "Both ID-based strategies found exactly the same stale citations as the ground truth at "
+        "The ID-based strategies found exactly the same stale citations as the ground truth at "
         f"every check (asserted): {_n(last['stale'])} at hour {last['hour']}"
         + (" (article: 369)." if compare else ".")
         + f" The poll cursor was set before the day by paging the feed from 0 past the import "

@@ -9,8 +9,11 @@
   read says `gone`.
 - Poll: `poll_resource_events` from a cursor kept between checks (pages of up to 100); stale
   when an event for the article is later than the cited version.
+- Poll, then diff only what moved: the same poll pages, then `diff_knowledge_article` for each
+  cited version whose article moved past it since the last check (the opt-in history tool);
+  stale when a diff reports a change or the poll an unpublish. Its cost counts the poll's too.
 
-The re-read and poll strategies must equal the ground truth at every check, and the title-only
+The re-read, poll and diff strategies must equal the ground truth at every check, and the title-only
 check must catch exactly the stale citations whose article was retitled or unpublished since the
 read: anything else stops the run with a `SimulationError`."""
 
@@ -31,7 +34,7 @@ TITLE_SEARCH_LIMIT = 2
 exists, ranks first (its words are all in the title, which search weights above content)."""
 
 POLL_PAGE = 100
-STRATEGIES = ("title", "read", "poll")
+STRATEGIES = ("title", "read", "poll", "diff")
 
 
 @dataclass
@@ -72,6 +75,8 @@ class Checker:
         self.title_check = title_check
         self.cursor = 0
         self.latest: dict[str, tuple[datetime, str]] = {}
+        self.moved: set[str] = set()
+        self.diff_stale: set[tuple[str, str]] = set()
 
     def start_cursor(self) -> tuple[int, int]:
         """Page the feed from 0 to its head before the day starts, so the first hourly poll
@@ -92,6 +97,7 @@ class Checker:
             raise SimulationError(f"poll refused: {page.to_dict()}")
         for event in page.events:
             self.latest[event.article_id] = (parse_timestamp(event.updated_at), event.type)
+            self.moved.add(event.article_id)
         self.cursor = page.next_sequence
         return page.has_more
 
@@ -128,10 +134,13 @@ class Checker:
         by_poll = self._by_poll(citations)
         meter.seconds["check:poll"] += time.perf_counter() - started
         started = time.perf_counter()
+        by_diff = self._by_diff(citations)
+        meter.seconds["check:diff"] += time.perf_counter() - started
+        started = time.perf_counter()
         by_title = self._by_title(citations) if self.title_check else retitled_or_gone
         meter.seconds["check:title"] += time.perf_counter() - started
 
-        for name, found in (("re-read", by_read), ("poll", by_poll)):
+        for name, found in (("re-read", by_read), ("poll", by_poll), ("diff", by_diff)):
             if found != truth:
                 raise SimulationError(
                     f"hour {hour}: the {name} strategy found {len(found)} stale citations, the "
@@ -147,6 +156,10 @@ class Checker:
         if not by_title <= truth:
             raise SimulationError(f"hour {hour}: the title-only check flagged a fresh citation")
 
+        calls = {s: meter.calls[f"check:{s}"] - calls_before[s] for s in STRATEGIES}
+        size = {s: meter.bytes[f"check:{s}"] - bytes_before[s] for s in STRATEGIES}
+        calls["diff"] += calls["poll"]  # the diff strategy reads the same poll pages first
+        size["diff"] += size["poll"]
         return CheckFigures(
             hour=hour,
             citations=len(citations),
@@ -158,8 +171,8 @@ class Checker:
             stale_first=sum(1 for i in truth if citations[i].position == 0),
             first_citations=sum(1 for c in citations if c.position == 0),
             title_caught=len(by_title) if self.title_check else None,
-            calls={s: meter.calls[f"check:{s}"] - calls_before[s] for s in STRATEGIES},
-            bytes={s: meter.bytes[f"check:{s}"] - bytes_before[s] for s in STRATEGIES},
+            calls=calls,
+            bytes=size,
         )
 
     def _by_read(self, citations: list[Cited]) -> set[int]:
@@ -189,6 +202,27 @@ class Checker:
             if latest is not None and (latest[1] == "unpublished" or latest[0] > c.updated_at):
                 stale.add(i)
         return stale
+
+    def _by_diff(self, citations: list[Cited]) -> set[int]:
+        """After the poll: one diff per cited version whose article moved past it since the
+        last check, so the agent learns what changed without re-reading whole articles."""
+        moved, self.moved = self.moved, set()
+        done: set[tuple[str, str]] = set()
+        for c in citations:
+            key = (c.article_id, c.stamp)
+            if c.article_id not in moved or key in done:
+                continue
+            done.add(key)
+            latest_at, latest_type = self.latest[c.article_id]
+            if latest_type == "unpublished":
+                self.diff_stale.add(key)  # gone: the poll said so, there is nothing to diff
+            elif latest_at > c.updated_at:
+                result = self.agent.diff("check:diff", c.article_id, c.stamp)
+                if isinstance(result, KbesError):
+                    raise SimulationError(f"diff of a moved citation: {result.to_dict()}")
+                if result.changed:
+                    self.diff_stale.add(key)
+        return {i for i, c in enumerate(citations) if (c.article_id, c.stamp) in self.diff_stale}
 
     def _by_title(self, citations: list[Cited]) -> set[int]:
         still_there: dict[str, bool] = {}

@@ -178,6 +178,15 @@ def test_bad_input_gets_a_clear_error_and_runs_nothing(tmp_path: Path) -> None:
         assert words in result.output
 
 
+def test_a_db_that_is_not_a_database_is_refused_before_any_run(tmp_path: Path) -> None:
+    not_a_db = tmp_path / "notes.txt"
+    not_a_db.write_text("not a database, and long enough for SQLite to notice that it is not\n")
+    result = CliRunner().invoke(sim, ["cost", "--db", str(not_a_db)])
+    assert result.exit_code == 1
+    assert "cannot use --db" in result.output
+    assert not_a_db.read_text().startswith("not a database")
+
+
 def test_plot_without_matplotlib_names_the_extra(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setitem(sys.modules, "matplotlib", None)  # makes `import matplotlib` fail
     result = CliRunner().invoke(sim, ["day", "--plot", "x.png"])
