@@ -260,6 +260,10 @@ def _execute(
                 )
             if delay not in delays:
                 delays.append(delay)
+        if not delays and not (popularity or uniform):
+            raise click.UsageError(
+                f"no delay fits a {parameters.hours}-hour day; pass a shorter --delay"
+            )
     plot_path: Path | None = options.get("plot_path")
     if plot_path is not None:
         try:
@@ -324,6 +328,13 @@ def _execute(
             workdir.close()
             timings.append(figures["timings"])
         rows = bench.summarize(timings)
+        if options["json_path"]:
+            _write_json(
+                {"format": report.FORMAT, "benchmark": rows, "load_average": load},
+                options["json_path"],
+            )
+            if options["json_path"] == "-":
+                return
         click.echo(
             bench.render(
                 rows,
@@ -336,11 +347,6 @@ def _execute(
             ),
             nl=False,
         )
-        if options["json_path"]:
-            _write_json(
-                {"format": report.FORMAT, "benchmark": rows, "load_average": load},
-                options["json_path"],
-            )
         return
 
     figures, workdir = once(

@@ -111,7 +111,8 @@ def render_header(figures: dict[str, Any]) -> list[str]:
     seed_text = describe_seeds(seeds)
     lines = [
         f"# kbes sim {figures['command']}: {seed_text}, {p['articles']} articles, "
-        f"{p['questions']} questions and {p['saves']} saves over {p['hours']} hours, "
+        f"{p['questions']} questions and {p['saves']} saves over {p['hours']} "
+        f"hour{'s' if p['hours'] != 1 else ''}, "
         f"Zipf s = {p['zipf']}",
         "",
     ]
