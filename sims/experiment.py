@@ -1,10 +1,12 @@
 """Running the experiments: one fresh store per run (seed x experiment), and the figures summed
 over the seeds.
 
-A run is independent of every other run (its own database file, its own simulated clock), so
-runs go to a pool of worker processes, one per core by default; the figures do not depend on the
-order or the number of workers. Each worker writes its own trace part; they are joined in run
-order afterwards, so a trace is the same whatever `--jobs` was."""
+Every run of a seed starts from the same import, so each seed's articles are imported once and
+the file is copied for each of its runs. A run is then independent of every other (its own
+database file, its own simulated clock), so runs go to a pool of worker processes, one per core
+by default; the figures do not depend on the order or the number of workers. Each worker writes
+its own trace part; they are joined in run order afterwards, so a trace is the same whatever
+`--jobs` was."""
 
 from __future__ import annotations
 
