@@ -5,8 +5,8 @@ Every run of a seed starts from the same import, so each seed's articles are imp
 the file is copied for each of its runs. A run is then independent of every other (its own
 database file, its own simulated clock), so runs go to a pool of worker processes, one per core
 by default; the figures do not depend on the order or the number of workers. Each worker writes
-its own trace part; they are joined in run order afterwards, so a trace is the same whatever
-`--jobs` was."""
+its own trace part; they are joined in run order afterwards, so a trace lists the runs in the
+same order whatever `--jobs` was (ids are random UUIDs; every figure is the same)."""
 
 from __future__ import annotations
 
