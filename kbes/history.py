@@ -8,10 +8,13 @@ aggregate folded by its own events, so an audit against either gives the same an
 from __future__ import annotations
 
 import difflib
+import threading
+from collections import OrderedDict
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Protocol
 from uuid import UUID
+from weakref import WeakKeyDictionary
 
 from kbes.application import KnowledgeBaseStore
 from kbes.article import Article
@@ -20,6 +23,13 @@ from kbes.errors import InvalidArgument, InvalidVersion, NotFound
 
 CONTENT_EVENTS = frozenset({"saved", "retitled"})
 """Event types that change what an article says (its title or content)."""
+
+REPLAYED_MAXSIZE = 512
+"""Replayed historical versions kept per store (see `StoreSource.article_at_version`)."""
+_REPLAYED: WeakKeyDictionary[KnowledgeBaseStore, OrderedDict[tuple[UUID, int], Article]] = (
+    WeakKeyDictionary()
+)
+_REPLAYED_LOCK = threading.Lock()
 
 
 @dataclass(frozen=True)
@@ -96,6 +106,9 @@ class StoreSource:
 
     def __init__(self, store: KnowledgeBaseStore, *, catch_up: bool = True) -> None:
         self.store = store
+        self._latest: dict[UUID, int] = {}
+        with _REPLAYED_LOCK:
+            self._replayed = _REPLAYED.setdefault(store, OrderedDict())
         if catch_up:
             # Versions come from the projection, so bring it to the head first; every version
             # number it lists is then also in the event store.
@@ -119,15 +132,30 @@ class StoreSource:
             )
             for r in self.store.views.versions(str(article_id))
         )
+        if versions:
+            self._latest[article_id] = versions[-1].version
         return ArticleHistory(article_id, UUID(row["knowledge_base_id"]), versions)
 
     def article_at_version(self, article_id: UUID, version: int) -> Article:
-        # The latest version (what a diff compares against) comes from the aggregate cache,
-        # fast-forwarded by one query, rather than by replaying the whole history.
-        latest: Article = self.store.repository.get(article_id)
-        if latest.version == version:
-            return latest
-        article: Article = self.store.repository.get(article_id, version=version)
+        if self._latest.get(article_id) == version:
+            # The latest version (what a diff compares against) comes from the aggregate
+            # cache, fast-forwarded by one query, rather than by replaying the whole history.
+            latest: Article = self.store.repository.get(article_id)
+            if latest.version == version:
+                return latest
+        # An earlier version never changes (the log is append-only), so a replay of it is kept
+        # for the next diff or audit that cites it. Callers must not mutate it.
+        key = (article_id, version)
+        with _REPLAYED_LOCK:
+            article = self._replayed.get(key)
+            if article is not None:
+                self._replayed.move_to_end(key)
+                return article
+        article = self.store.repository.get(article_id, version=version)
+        with _REPLAYED_LOCK:
+            self._replayed[key] = article
+            while len(self._replayed) > REPLAYED_MAXSIZE:
+                self._replayed.popitem(last=False)
         return article
 
 
