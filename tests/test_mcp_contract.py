@@ -106,7 +106,9 @@ def bad_inputs(data: Seed) -> list[tuple[str, dict[str, Any], str]]:
 
 
 @pytest.mark.parametrize("mode", ["auto", "legacy"])
-async def test_every_bad_input_is_invalid_argument_naming_the_field(data: Seed, mode: str) -> None:
+async def test_every_bad_input_is_invalid_argument_and_an_unknown_tool_a_protocol_error(
+    data: Seed, mode: str
+) -> None:
     """Both protocol eras (2026-07-28 and the 2025 handshake); --edits ask with a client that
     would approve, so a bad edit that slipped through would be written."""
     asked = Elicitations("accept")
@@ -122,21 +124,17 @@ async def test_every_bad_input_is_invalid_argument_naming_the_field(data: Seed, 
             assert err["field"] == field, (name, arguments, err)
             assert field in err["message"]
             assert result.structured_content is None
-    assert event_count(data.db) == before, "a bad input wrote an event"
-    assert asked.messages == [], "a bad input was put to the user for approval"
-
-
-async def test_unknown_tool_is_a_protocol_error(data: Seed) -> None:
-    async with stdio_client(data.db, "--grant", data.kb) as client:
+        # An unknown tool name is a protocol error, not a tool result; the session lives on.
         with pytest.raises(MCPError) as raised:
             await client.call_tool("delete_knowledge_base", {"knowledge_base_id": data.kb})
         assert raised.value.error.code == types.INVALID_PARAMS
         assert "delete_knowledge_base" in raised.value.error.message
-        # The connection is still good after the protocol error.
         ok = await client.call_tool(
             "search_knowledge_base", {"knowledge_base_id": data.kb, "query": "password"}
         )
         assert not ok.is_error
+    assert event_count(data.db) == before, "a bad input wrote an event"
+    assert asked.messages == [], "a bad input was put to the user for approval"
 
 
 def normalized(result: types.CallToolResult, *ids: str) -> str:
