@@ -57,7 +57,8 @@ def tool(name: str, arguments: tuple[str, ...], indent: bool, db: str) -> None:
 
         kbes tool search_knowledge_base knowledge_base_id=ID query='reset password' limit:=5
 
-    A tool error prints the error JSON (with its code) and exits with status 1.
+    A tool error prints the error JSON (with its code), as an MCP client receives it in the
+    tool's error result, and exits with status 1.
     """
     args = parse_arguments(arguments)
     with store_at(db) as store:
@@ -65,7 +66,7 @@ def tool(name: str, arguments: tuple[str, ...], indent: bool, db: str) -> None:
             result: Any = msgspec.to_builtins(call_tool(store, name, args))
             failed = False
         except KbesError as e:
-            result, failed = {"error": e.to_dict()}, True
+            result, failed = e.to_dict(), True
     text = json.dumps(result, ensure_ascii=False, indent=2 if indent else None)
     click.echo(text)
     if failed:

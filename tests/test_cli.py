@@ -88,8 +88,8 @@ def test_walkthrough(runner: CliRunner, docs: Path) -> None:
     stale = [*edit[:-1], "idempotency_key=change-2"]
     code, conflict = tool(runner, *stale)
     assert code == 1
-    assert conflict["error"]["code"] == "version_conflict"
-    assert conflict["error"]["current_version"] == first["updated_at"]
+    assert conflict["code"] == "version_conflict"
+    assert conflict["current_version"] == first["updated_at"]
 
     ok(runner, "article", "unpublish", "--kb", kb, hit["article_id"])
     code, gone = tool(
@@ -98,7 +98,7 @@ def test_walkthrough(runner: CliRunner, docs: Path) -> None:
         f"knowledge_base_id={kb}",
         f"article_id={hit['article_id']}",
     )
-    assert code == 1 and gone["error"]["code"] == "gone"
+    assert code == 1 and gone["code"] == "gone"
     code, page = tool(
         runner,
         "poll_resource_events",
@@ -144,7 +144,7 @@ def test_draft_with_a_unique_word_is_invisible(runner: CliRunner) -> None:
     code, read = tool(
         runner, "read_knowledge_article", f"knowledge_base_id={kb}", f"article_id={draft}"
     )
-    assert (code, read["error"]["code"]) == (1, "not_found")
+    assert (code, read["code"]) == (1, "not_found")
     code, page = tool(
         runner, "poll_resource_events", "resource_type=knowledge_base", f"resource_id={kb}"
     )
@@ -207,8 +207,8 @@ def test_bad_tool_input_exits_non_zero_naming_the_field(
     args = [a.replace("=K", f"={kb}") for a in args]
     code, body = tool(runner, *args)
     assert code == 1
-    assert body["error"]["code"] == "invalid_argument"
-    assert body["error"]["field"] == field
+    assert body["code"] == "invalid_argument"
+    assert body["field"] == field
 
 
 def test_malformed_tool_arguments_are_usage_errors(runner: CliRunner) -> None:
