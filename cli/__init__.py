@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import click
+
 from kbes.cli.article import article
 from kbes.cli.audit import audit_command
 from kbes.cli.bench import bench

@@ -5,10 +5,10 @@ from __future__ import annotations
 from pathlib import Path
 
 import click
-from kbes.cli.content import content_options, read_content
-from kbes.cli.options import json_option, print_json, print_table, with_store
 
 from kbes.application import KnowledgeBaseStore
+from kbes.cli.content import content_options, read_content
+from kbes.cli.options import json_option, print_json, print_table, with_store
 from kbes.clock import format_timestamp
 
 kb_option = click.option(

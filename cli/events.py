@@ -6,9 +6,9 @@ import time
 
 import click
 import msgspec
-from kbes.cli.options import json_option, print_table, with_store
 
 from kbes.application import KnowledgeBaseStore
+from kbes.cli.options import json_option, print_table, with_store
 from kbes.wire import PollRequest
 
 

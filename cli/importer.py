@@ -5,9 +5,9 @@ from __future__ import annotations
 from pathlib import Path
 
 import click
-from kbes.cli.options import json_option, print_json, with_store
 
 from kbes.application import KnowledgeBaseStore
+from kbes.cli.options import json_option, print_json, with_store
 from kbes.importer import import_folder as run_import
 
 

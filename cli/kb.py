@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 import click
-from kbes.cli.options import json_option, print_json, print_table, with_store
 
 from kbes.application import KnowledgeBaseStore
+from kbes.cli.options import json_option, print_json, print_table, with_store
 
 
 @click.group()

@@ -8,8 +8,8 @@ from typing import Any
 
 import click
 import msgspec
-from kbes.cli.options import db_option, store_at
 
+from kbes.cli.options import db_option, store_at
 from kbes.errors import KbesError
 from kbes.tools import TOOLS, call_tool
 

@@ -14,9 +14,16 @@ from typing import Any
 
 from eventsourcing.persistence import ApplicationRecorder, Mapper, Tracking
 from eventsourcing.sqlite import SQLiteCursor, SQLiteDatastore, SQLiteTrackingRecorder
+
 from kbes.projections import articles, search
 
 BATCH_SIZE = 500
+REBUILD_BATCH_SIZE = 5000
+"""Events per transaction while replaying a long log: bigger batches fold more events of one
+article into one row write, at a few MB of memory."""
+SEARCH_SUFFIX = ".search"
+"""Tracking row of the search index: the position it reflects, -1 after a drop (rebuilt whole
+at the end of the replay), absent in a database older than it (follows the views)."""
 
 
 class Views(SQLiteTrackingRecorder):
@@ -38,6 +45,7 @@ class Views(SQLiteTrackingRecorder):
     def create_table(self) -> None:
         super().create_table()
         self.position = self.max_tracking_id(self.application_name) or 0
+        self._finish_search_index()  # a replay interrupted after its last batch
 
     @contextmanager
     def write(self) -> Iterator[SQLiteCursor]:
@@ -79,26 +87,71 @@ class Views(SQLiteTrackingRecorder):
                     if start > head:
                         self.position = start - 1
                         break
+                    # The search index follows batch by batch, unless a replay left it to
+                    # be built whole at the end (one bulk insert instead of an update per
+                    # article per batch).
+                    searched = self._search_position(c)
+                    follow = searched is None or searched == start - 1
                     notifications = recorder.select_notifications(
-                        start=start, limit=BATCH_SIZE, stop=head
+                        start=start, limit=BATCH_SIZE if follow else REBUILD_BATCH_SIZE, stop=head
                     )
                     if not notifications:
                         break
-                    for notification in notifications:
-                        articles.apply(c, mapper.to_domain_event(notification), notification.id)
+                    articles.apply_batch(
+                        c,
+                        [(mapper.to_domain_event(n), n.id) for n in notifications],
+                        index_search=follow,
+                    )
                     last = notifications[-1].id
                     self._insert_tracking(c, Tracking(self.application_name, last))
+                    if follow:
+                        self._set_search_position(c, last)
                 if progress is not None:
                     progress(last - self.position)
                 self.position = last
+            self._finish_search_index()
         return self.position
 
+    def _search_position(self, c: SQLiteCursor) -> int | None:
+        c.execute(self.select_max_tracking_id_statement, (self.application_name + SEARCH_SUFFIX,))
+        return c.fetchone()[0]  # type: ignore[no-any-return]
+
+    def _set_search_position(self, c: SQLiteCursor, position: int) -> None:
+        name = self.application_name + SEARCH_SUFFIX
+        c.execute("DELETE FROM tracking WHERE application_name = ?", (name,))
+        c.execute("INSERT INTO tracking VALUES (?, ?)", (name, position))
+
+    def _finish_search_index(self) -> None:
+        """If the search index was left behind by a replay, fill it whole from the article
+        view, in one transaction: the published articles, as `apply` would have left them."""
+        with self.read() as c:
+            searched = self._search_position(c)
+            if searched is None or searched == (
+                self._max_tracking_id(self.application_name, c) or 0
+            ):
+                return
+        with self.write() as c:
+            position = self._max_tracking_id(self.application_name, c) or 0
+            if self._search_position(c) == position:
+                return
+            _recreate_search_index(c)
+            c.execute(
+                "INSERT INTO search_index (rowid, title, content) "
+                "SELECT seq, title, content FROM view_articles WHERE status = 'published'"
+            )
+            self._set_search_position(c, position)
+
     def drop(self) -> None:
-        """Empty every view and forget the position, ready for a replay of the whole log."""
+        """Empty every view and forget the position, ready for a replay of the whole log. The
+        search index is marked to be built whole once the replay reaches the head."""
         with self._lock, self.write() as c:
             for table in articles.TABLES:
-                c.execute(f"DELETE FROM {table}")
+                if table == "search_index":
+                    _recreate_search_index(c)
+                else:
+                    c.execute(f"DELETE FROM {table}")
             c.execute("DELETE FROM tracking WHERE application_name = ?", (self.application_name,))
+            self._set_search_position(c, -1)
             self.position = 0
 
     # Queries -----------------------------------------------------------------------------
@@ -177,3 +230,10 @@ class Views(SQLiteTrackingRecorder):
             )
             out["search_index"] = [tuple(row) for row in c.fetchall()]
             return out
+
+
+def _recreate_search_index(c: SQLiteCursor) -> None:
+    """Empty the FTS5 index by dropping and recreating it: a DELETE would tokenize every
+    stored document again to remove its terms."""
+    c.execute("DROP TABLE IF EXISTS search_index")
+    c.execute(search.SCHEMA)
