@@ -54,8 +54,10 @@ def next_timestamp(clock: Clock, after: datetime | None) -> datetime:
 
 
 def format_timestamp(instant: datetime) -> str:
-    """RFC 3339, UTC, always with microseconds: `2026-11-30T09:00:00.000000Z`."""
-    return instant.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+    """RFC 3339, UTC, always with microseconds: `2026-11-30T09:00:00.000000Z`. (isoformat
+    writes the same text as strftime("%Y-%m-%dT%H:%M:%S.%fZ") in half the time; a replay of
+    the log formats every event's timestamp.)"""
+    return instant.astimezone(UTC).replace(tzinfo=None).isoformat(timespec="microseconds") + "Z"
 
 
 def parse_timestamp(text: str) -> datetime:
