@@ -61,6 +61,18 @@ def _aggregate_state_types(topic: str) -> dict[str, Any]:
     return types
 
 
+_fast_plans: dict[str, tuple[type, msgspec.json.Decoder[Any]] | None] = {}
+
+
+def _fast_plan(topic: str) -> tuple[type, msgspec.json.Decoder[Any]] | None:
+    cls = resolve_topic(topic)
+    if getattr(cls, "class_version", 1) > 1:
+        return None
+    if isinstance(cls, type) and issubclass(cls, CanSnapshotAggregate):
+        return None
+    return cls, _decoder_for(cls)
+
+
 class MsgspecMapper(Mapper):
     """eventsourcing's Mapper, with msgspec doing the encoding and typed decoding."""
 
@@ -82,6 +94,24 @@ class MsgspecMapper(Mapper):
             topic=get_topic(type(domain_event)),
             state=_encoder.encode(state),
         )
+
+    def decode_fields(self, topic: str, state: bytes) -> tuple[type, Any] | None:
+        """The event class and its decoded fields (a typed struct with the event's attribute
+        names), without building the domain event: what folding a long log into the views
+        needs, at half the cost. None for an event that needs `to_domain_event` (upcasting,
+        snapshots)."""
+        try:
+            plan = _fast_plans[topic]
+        except KeyError:
+            plan = _fast_plans[topic] = _fast_plan(topic)
+        if plan is None:
+            return None
+        cls, decoder = plan
+        try:
+            return cls, decoder.decode(state)
+        except (msgspec.ValidationError, msgspec.DecodeError) as e:
+            msg = f"Failed to deserialise state of stored event with topic '{topic}': {e}"
+            raise MapperDeserialisationError(msg) from e
 
     def to_domain_event(self, stored_event: StoredEvent) -> Any:
         cls = resolve_topic(stored_event.topic)
