@@ -64,6 +64,13 @@ def _aggregate_state_types(topic: str) -> dict[str, Any]:
 _fast_plans: dict[str, tuple[type, msgspec.json.Decoder[Any]] | None] = {}
 
 
+class _Stamp(msgspec.Struct):
+    timestamp: datetime
+
+
+_stamp_decoder = msgspec.json.Decoder(_Stamp)
+
+
 def _fast_plan(topic: str) -> tuple[type, msgspec.json.Decoder[Any]] | None:
     cls = resolve_topic(topic)
     if getattr(cls, "class_version", 1) > 1:
@@ -109,6 +116,21 @@ class MsgspecMapper(Mapper):
         cls, decoder = plan
         try:
             return cls, decoder.decode(state)
+        except (msgspec.ValidationError, msgspec.DecodeError) as e:
+            msg = f"Failed to deserialise state of stored event with topic '{topic}': {e}"
+            raise MapperDeserialisationError(msg) from e
+
+    def decode_stamp(self, topic: str, state: bytes) -> tuple[type, datetime] | None:
+        """Just an event's class and timestamp, all the event feed reports: the other fields
+        (a whole article's content) are skipped, not decoded. None as for `decode_fields`."""
+        try:
+            plan = _fast_plans[topic]
+        except KeyError:
+            plan = _fast_plans[topic] = _fast_plan(topic)
+        if plan is None:
+            return None
+        try:
+            return plan[0], _stamp_decoder.decode(state).timestamp
         except (msgspec.ValidationError, msgspec.DecodeError) as e:
             msg = f"Failed to deserialise state of stored event with topic '{topic}': {e}"
             raise MapperDeserialisationError(msg) from e
