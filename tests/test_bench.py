@@ -7,6 +7,7 @@ import json
 from collections.abc import Iterator
 from pathlib import Path
 
+import msgspec
 import pytest
 from click.testing import CliRunner
 
@@ -14,7 +15,7 @@ from kbes import open_store
 from kbes.cli import main
 from kbes.projections import views
 from kbes.sims.baseline import Baseline, BaselineError, normalise
-from kbes.wire import SearchRequest
+from kbes.wire import PollRequest, SearchRequest
 
 ROWS_WITH_BASELINE = {"1a", "1b", "1c", "3a", "3b", "3c", "4a", "4b"}
 
@@ -172,3 +173,42 @@ def test_replay_in_small_batches_and_after_a_crash_equals_incremental_views(
             assert [hit.article_id for hit in hits.hits] == [str(ids[2])]
         finally:
             store.close()
+
+
+def test_poll_fast_path_answers_as_the_mapper_does(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The feed page read as tuples, decoding only timestamps (`kbes bench` row 3), equals the
+    page built from Notification objects and the mapper's domain events."""
+    store = open_store(tmp_path / "poll.sqlite", synchronous="OFF")
+    try:
+        kb, other = store.create_knowledge_base("kb"), store.create_knowledge_base("other")
+        ids = [
+            store.add_article(k, f"t{i}", "text", publish=True)
+            for i in range(5)
+            for k in (kb, other)
+        ]
+        store.add_article(kb, "draft", "never in the feed")
+        for article in ids[:4]:
+            owner = kb if article in ids[::2] else other
+            store.save_article(owner, article, content="saved", title="renamed")
+        store.unpublish_article(kb, ids[0])
+        request = PollRequest(resource_type="knowledge_base", resource_id=str(kb), limit=4)
+        fast = [store.poll(request), store.poll(msgspec.structs.replace(request, after_sequence=3))]
+        assert [e.type for e in fast[0].events][:1] == ["published"]
+        monkeypatch.setattr(store.mapper, "decode_stamp", lambda topic, state: None)
+        fallback = [
+            store.poll(request),
+            store.poll(msgspec.structs.replace(request, after_sequence=3)),
+        ]
+        monkeypatch.setattr(store.mapper, "decode_stamp", None)
+        generic = [
+            store.poll(request),
+            store.poll(msgspec.structs.replace(request, after_sequence=3)),
+        ]
+        assert fast == fallback == generic
+        everything = store.poll(msgspec.structs.replace(request, limit=100))
+        assert {e.type for e in everything.events} == {"published", "retitled", "unpublished"}
+        assert all(e.article_id in {str(a) for a in ids} for e in everything.events)
+    finally:
+        store.close()
