@@ -56,6 +56,15 @@ Grants = frozenset[str] | None
 """Knowledge-base ids (canonical UUID text) a caller may touch; None means all."""
 
 
+def _project(aggregate: Any, events: Iterable[Any]) -> Any:
+    """eventsourcing's `project_aggregate` without its per-event `assert isinstance(event,
+    CanMutateProtocol)`, a runtime Protocol check that costs ~20 us an event on Python 3.11:
+    every edit fast-forwards its cached article by one event."""
+    for event in events:
+        aggregate = event.mutate(aggregate)
+    return aggregate
+
+
 class KnowledgeBaseStore(Application):
     """An event-sourced knowledge-base store."""
 
@@ -67,6 +76,11 @@ class KnowledgeBaseStore(Application):
         "AGGREGATE_CACHE_MAXSIZE": "10000",
         "AGGREGATE_CACHE_FASTFORWARD": "y",
     }
+    # A load with an empty cache (a fresh process, an evicted article) starts from the latest
+    # snapshot, so it replays at most 99 events, never the whole history (an article with
+    # 1,000 saves: 12.5 -> 0.11 ms; kbes bench rows 4c/4d). One snapshot per 100 versions.
+    snapshotting_intervals: ClassVar[dict[type, int]] = {Article: 100}
+    snapshotting_projectors: ClassVar[dict[type, Any]] = {Article: _project}
 
     def __init__(
         self,
@@ -422,15 +436,6 @@ class KnowledgeBaseStore(Application):
                 unpublished_at=format_timestamp(article.updated_at),
             )
         return article
-
-
-def _project(aggregate: Any, events: Iterable[Any]) -> Any:
-    """eventsourcing's `project_aggregate` without its per-event `assert isinstance(event,
-    CanMutateProtocol)`, a runtime Protocol check that costs ~20 us an event on Python 3.11:
-    every edit fast-forwards its cached article by one event."""
-    for event in events:
-        aggregate = event.mutate(aggregate)
-    return aggregate
 
 
 def feed_entries(events: Sequence[Any], aggregates: dict[Any, Any]) -> list[str | None]:
