@@ -3,6 +3,8 @@ the generated knowledge base behaves like one under search (a task's words find 
 
 from __future__ import annotations
 
+import random
+import re
 from collections import Counter
 from pathlib import Path
 
@@ -101,3 +103,27 @@ def test_keywords_drop_stop_words_and_split_like_the_index() -> None:
     assert text.keywords("Set up SSO certificates with single sign-on") == (
         "set sso certificates single sign"
     )
+
+
+def test_content_edits_keep_the_bodys_size_and_task_words() -> None:
+    """A person's edit rewrites one step in place: however often an article is edited, its
+    body keeps its length, its lines and how often it names its task, so edited articles do
+    not come to win more searches (README, sim section, item 2)."""
+    rng = random.Random("kbes-sim edits keep the profile")
+    titles = rng.sample(text.all_titles(), 40)
+    length_drift: list[int] = []
+    word_drift: list[int] = []
+    for title in titles:
+        words = set(text.keywords(title).split())
+
+        def task_words(content: str, words: set[str] = words) -> int:
+            return sum(1 for w in re.findall(r"\w+", content.lower()) if w in words)
+
+        first = content = text.body(rng, title)
+        for _ in range(30):
+            content = text.revise(rng, title, content)
+            assert content.count("\n") == first.count("\n")
+        length_drift.append(len(content) - len(first))
+        word_drift.append(task_words(content) - task_words(first))
+    assert abs(sum(length_drift) / len(titles)) < 30, length_drift
+    assert abs(sum(word_drift) / len(titles)) < 1.5, word_drift
