@@ -95,6 +95,9 @@ class Views(SQLiteTrackingRecorder):
                     # be built whole at the end (one bulk insert instead of an update per
                     # article per batch). A replay also writes far bigger batches.
                     searched = self._search_position(c)
+                    if searched is None and start == 1 and head >= REPLAY_CHUNK:
+                        # Empty views and a long log (a new views file): a replay.
+                        self._set_search_position(c, searched := -1)
                     follow = searched is None or searched == start - 1
                     batch = articles.Batch()
                     last: int | None = None
