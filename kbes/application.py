@@ -20,7 +20,7 @@ from eventsourcing.persistence import IntegrityError, Notification, Recording
 from eventsourcing.utils import get_topic
 
 from kbes.article import EVENT_TYPES, Article
-from kbes.clock import Clock, SystemClock, format_timestamp, next_timestamp
+from kbes.clock import Clock, SystemClock, format_timestamp, next_timestamp, timestamp_text
 from kbes.errors import (
     Gone,
     IdempotencyKeyReused,
@@ -392,7 +392,7 @@ class KnowledgeBaseStore(Application):
                         sequence=nid,
                         type=EVENT_TYPES[stamp[0]],
                         article_id=article_id,
-                        updated_at=format_timestamp(stamp[1]),
+                        updated_at=timestamp_text(stamp[1]),
                     )
                 )
             return events, head

@@ -60,6 +60,17 @@ def format_timestamp(instant: datetime) -> str:
     return instant.astimezone(UTC).replace(tzinfo=None).isoformat(timespec="microseconds") + "Z"
 
 
+def timestamp_text(value: datetime | str) -> str:
+    """`format_timestamp` of an instant given as a datetime or as stored RFC 3339 text. Stored
+    text is already in that form when it is UTC with microseconds (msgspec writes `Z` and
+    drops only a zero fraction), so a replay of the log mostly skips parsing and formatting."""
+    if isinstance(value, str):
+        if len(value) == 27 and value[-1] == "Z":
+            return value
+        value = parse_timestamp(value)
+    return format_timestamp(value)
+
+
 def parse_timestamp(text: str) -> datetime:
     """Parse an RFC 3339 timestamp with an offset; naive times are refused."""
     instant = datetime.fromisoformat(text.replace("Z", "+00:00").replace("z", "+00:00"))
