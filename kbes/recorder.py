@@ -169,6 +169,7 @@ class FeedApplicationRecorder(SQLiteApplicationRecorder):
         notifications from `start` to `stop`: the log as the views fold it, without building a
         Notification (and a UUID) per event."""
         with self.datastore.transaction(commit=False) as c:
+            c.sqlite_cursor.row_factory = None  # plain tuples
             c.execute(
                 "SELECT rowid, originator_id, originator_version, topic, state "
                 f"FROM {self.events_table_name} WHERE rowid >= ? AND rowid <= ? "
@@ -176,7 +177,11 @@ class FeedApplicationRecorder(SQLiteApplicationRecorder):
                 (start, stop, limit),
             )
             rows = c.fetchall()
-        return [(row[0], _canonical(row[1]), row[2], row[3], row[4]) for row in rows]
+        ids: dict[str, str] = {}  # an article's events share one id text
+        return [
+            (nid, ids.get(oid) or ids.setdefault(oid, _canonical(oid)), version, topic, state)
+            for nid, oid, version, topic, state in rows
+        ]
 
     def select_feed_rows(
         self, knowledge_base_hex: str, after: int, limit: int

@@ -7,10 +7,11 @@ in the search index; the index shares the article row's `seq` as its rowid."""
 from __future__ import annotations
 
 from collections.abc import Sequence
+from operator import itemgetter
 from typing import Any
 
 from kbes.article import EVENT_TYPES, Article
-from kbes.clock import format_timestamp
+from kbes.clock import format_timestamp, timestamp_text
 from kbes.knowledge_base import KnowledgeBase
 from kbes.projections import search
 
@@ -91,7 +92,7 @@ class Batch:
         rows = self.rows
         wanted: list[str] = []
         for cls, oid, _, _, _ in items:
-            if oid not in rows and issubclass(cls, Article.Event):
+            if oid not in rows and cls in EVENT_TYPES:
                 rows[oid] = []  # a draft's row is made below; others are read first
                 if cls is not Article.Drafted:
                     wanted.append(oid)
@@ -114,11 +115,11 @@ class Batch:
                 self.bytes += len(loaded[CONTENT]) + len(loaded[TITLE]) + 200
         versions = self.versions
         for cls, oid, version, fields, nid in items:
-            if not issubclass(cls, Article.Event):
+            if cls not in EVENT_TYPES:  # the article events
                 if cls is KnowledgeBase.Created:
-                    self.created.append((oid, fields.name, format_timestamp(fields.timestamp)))
+                    self.created.append((oid, fields.name, timestamp_text(fields.timestamp)))
                 continue
-            updated_at = format_timestamp(fields.timestamp)
+            updated_at = timestamp_text(fields.timestamp)
             versions.append((oid, version, updated_at, EVENT_TYPES[cls], nid))
             if cls is Article.Drafted:
                 rows[oid] = [
@@ -156,7 +157,7 @@ class Batch:
         if self.created:
             c.executemany("INSERT INTO view_knowledge_bases VALUES (?, ?, ?)", self.created)
         if self.versions:  # in key order: each B-tree page is visited once per batch
-            self.versions.sort()
+            self.versions.sort(key=itemgetter(0))  # stable: an article's versions stay in order
             c.executemany("INSERT INTO view_article_versions VALUES (?, ?, ?, ?, ?)", self.versions)
         if self.drafted:
             # The seq an INTEGER PRIMARY KEY would get, in draft order, known before the
