@@ -17,21 +17,23 @@ VERBS = (
     "Schedule", "Approve", "Sync", "Review",
 )  # fmt: skip
 OBJECTS = (
-    "passwords", "invoices", "API keys", "webhooks", "user roles", "backups", "notifications",
-    "custom fields", "reports", "email templates", "payment methods", "audit logs",
-    "calendar sync", "data exports", "team permissions", "tags", "saved searches", "dashboards",
-    "two-factor codes", "billing contacts", "SSO certificates", "shared folders",
-    "automation rules", "time entries", "support tickets",
+    "passwords", "invoices", "API keys", "webhooks", "access roles", "backups", "notifications",
+    "custom fields", "reports", "email templates", "payment methods", "activity logs",
+    "calendar integrations", "data extracts", "team permissions", "tags", "saved searches",
+    "dashboards", "two-factor codes", "billing contacts", "SSO certificates", "project folders",
+    "automation rules", "timesheet entries", "support tickets",
 )  # fmt: skip
 QUALIFIERS = (
-    "in bulk", "for a single workspace", "on the mobile app", "with the REST API",
+    "in bulk", "for a sandbox workspace", "on the mobile app", "with the REST interface",
     "from the admin console", "after a plan change", "for guest users", "during a trial",
-    "across time zones", "with single sign-on", "behind a proxy", "on a shared device",
+    "across time zones", "with single sign-on", "behind a proxy", "on a borrowed device",
 )  # fmt: skip
 
-# The prose around the task words never uses a word of any title (verbs, objects, qualifiers),
-# so a search for a task's words finds that task's article first, as in a well-kept knowledge
-# base; `tests/test_sim_day.py` checks this for every title.
+# Every word a search uses (a title's words but the stop words) belongs to one verb, object or
+# qualifier alone, as the index sees it (porter stems: "exports" is "export", "one" is "on"), and
+# the prose around the task words never uses one, so a search for a task's words finds that
+# task's article first, as in a well-kept knowledge base: no other title holds all of them.
+# `tests/test_sim_day.py` checks this over the whole vocabulary, every title and all the prose.
 PLACES = (
     "the preferences page", "the control panel", "the account page", "the main menu",
     "your profile", "the connections tab", "the privacy page", "the overview screen",
@@ -46,7 +48,7 @@ ROLES = ("an owner", "an administrator", "a finance lead", "a regular member", "
 CAUSES = (
     "a browser extension blocks the page", "the session expired",
     "the subscription lacks the feature", "a firewall strips the request headers",
-    "the computer clock is wrong", "another administrator edited the setting",
+    "the computer clock is wrong", "another administrator edited the policy",
     "the upload file uses the wrong encoding", "the account is still on an old tier",
     "the token was revoked",
 )  # fmt: skip
@@ -54,7 +56,7 @@ CAUSES = (
 _STEP_TEMPLATES = (
     "Open {place} and choose {control}.",
     "Select the {obj} you want to modify, then use {control}.",
-    "Check that you are logged in as {role}; only {role} can {verb} {obj}.",
+    "Check that your account has the rights of {role}; only {role} can {verb} {obj}.",
     "Wait for the banner that confirms the result, which can take up to {n} minutes.",
     "If the list is long, type part of the name in {control} to narrow it down.",
     "Confirm with {control}; the result applies to every member of the account.",

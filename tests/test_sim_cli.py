@@ -157,6 +157,19 @@ def test_the_trace_alone_recounts_the_staleness_tables(tmp_path: Path) -> None:
     assert {"run", "article", "question", "save", "call", "check"} <= kinds
 
 
+def test_seed_31_completes_with_the_articles_parameters() -> None:
+    """Seed 31 once drew "Sync calendar sync …", a title whose search words another task's
+    title held too: the search ranked that article first, the title-only check missed, and the
+    run stopped with "the simulation contradicted the method". The vocabulary now gives every
+    search word to one verb, object or qualifier alone (`tests/test_sim_day.py`)."""
+    result = run("staleness", "--seeds", "31", "--jobs", "1", "--json", "-")
+    assert result.exit_code == 0, result.output
+    figures = json.loads(result.output)
+    assert figures["comparable_with_article"] is False  # seed 31, the article's day otherwise
+    last = figures["staleness"]["popularity"][-1]
+    assert last["hour"] == 8 and last["citations"] == 240 and last["title_caught"] is not None
+
+
 def test_edits_with_one_delay_prints_that_delay_alone(tmp_path: Path) -> None:
     result = run("edits", *SMALL, "--jobs", "1", "--delay", "1h", "--edits-per-seed", "6")
     assert result.exit_code == 0, result.output

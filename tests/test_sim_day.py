@@ -5,10 +5,13 @@ from __future__ import annotations
 
 import random
 import re
+import sqlite3
 from collections import Counter
+from collections.abc import Sequence
 from pathlib import Path
 
 from kbes import call_tool
+from kbes.projections import search
 from kbes.sims import text
 from kbes.sims.day import HOUR, DayParameters, generate_day, zipf_weights
 from kbes.sims.people import import_articles, open_day_store
@@ -97,6 +100,99 @@ def test_every_article_is_the_top_hit_for_its_own_titles_words(tmp_path: Path) -
             assert result.hits[0].article_id == imported.article_ids[i], title
     finally:
         store.close()
+
+
+def _index_terms(texts: Sequence[str], only: set[str] | None = None) -> list[Counter[str]]:
+    """The terms the store's own FTS5 index makes of each text (its schema, so its tokenizer:
+    porter stems), with how often each occurs; a quoted query word is stemmed the same way.
+    With `only`, just those terms (the others are never read out of SQLite)."""
+    db = sqlite3.connect(":memory:")
+    try:
+        db.execute(search.SCHEMA)
+        db.execute("CREATE VIRTUAL TABLE terms USING fts5vocab(search_index, 'instance')")
+        db.executemany(
+            "INSERT INTO search_index(rowid, title, content) VALUES (?, ?, '')",
+            enumerate(texts),
+        )
+        found: list[Counter[str]] = [Counter() for _ in texts]
+        query, terms = "SELECT term, doc FROM terms", sorted(only or ())
+        if only is not None:
+            query += f" WHERE term IN ({', '.join('?' * len(terms))})"
+        for term, row in db.execute(query, terms):
+            found[row][term] += 1
+        return found
+    finally:
+        db.close()
+
+
+VOCABULARY = (*text.VERBS, *text.OBJECTS, *text.QUALIFIERS)
+
+
+def _search_words() -> dict[str, set[str]]:
+    """Every title's search words as the index sees them: the stems of `keywords(title)`."""
+    titles = text.all_titles()
+    terms = _index_terms([text.keywords(t) for t in titles])
+    return {t: set(found) for t, found in zip(titles, terms, strict=True)}
+
+
+def test_every_search_word_belongs_to_one_verb_object_or_qualifier() -> None:
+    """No stem a search uses appears in any other verb, object or qualifier (not even as a
+    stop word: porter makes "one" "on"), so no title holds all the search words of another:
+    "Sync calendar sync", "Export data exports" or "Share shared folders" would tie with
+    "Reset calendar sync", "Reset data exports", "Reset shared folders"."""
+    searched = dict(
+        zip(VOCABULARY, _index_terms([text.keywords(e) for e in VOCABULARY]), strict=True)
+    )
+    written = dict(zip(VOCABULARY, _index_terms(VOCABULARY), strict=True))
+    assert all(searched.values()), "every verb, object and qualifier has a search word"
+    clashes = [
+        (e, f, sorted(set(searched[e]) & set(written[f])))
+        for e in VOCABULARY
+        for f in VOCABULARY
+        if e != f and set(searched[e]) & set(written[f])
+    ]
+    assert clashes == []
+
+    # Over every title the generator can produce, stemmed as the index stems it: each search
+    # word occurs once in the title, and no other title holds all of them.
+    titles = text.all_titles()
+    words = _search_words()
+    in_title = _index_terms(titles)
+    holding: dict[str, set[str]] = {}
+    for title, terms in zip(titles, in_title, strict=True):
+        assert all(terms[w] == 1 for w in words[title]), (title, terms)
+        for term in terms:
+            holding.setdefault(term, set()).add(title)
+    for title in titles:
+        assert set.intersection(*(holding[w] for w in words[title])) == {title}
+
+
+def test_the_prose_never_uses_a_search_word() -> None:
+    """The generic prose (places, controls, roles, causes, the sentences around them) stems to
+    no search word of any title, and every body, first version or edited, holds the search
+    words of its own title alone: a task's words find nothing but that task."""
+    every_word = set().union(*_search_words().values())
+    pieces = [
+        *text.PLACES, *text.CONTROLS, *text.ROLES, *text.CAUSES,
+        *(re.sub(r"\{\w+\}", " ", t) for t in (*text._STEP_TEMPLATES, *text._NOTE_TEMPLATES)),
+    ]  # fmt: skip
+    assert [
+        (piece, sorted(set(terms) & every_word))
+        for piece, terms in zip(pieces, _index_terms(pieces), strict=True)
+        if set(terms) & every_word
+    ] == []
+
+    rng = random.Random("kbes-sim prose")
+    titles = text.all_titles()
+    bodies = [text.body(rng, t) for t in titles]
+    bodies = [text.revise(rng, t, b) for t, b in zip(titles, bodies, strict=True)]
+    own = _search_words()
+    strays = [
+        (title, sorted((set(terms) & every_word) - own[title]))
+        for title, terms in zip(titles, _index_terms(bodies, every_word), strict=True)
+        if (set(terms) & every_word) - own[title]
+    ]
+    assert strays == []
 
 
 def test_keywords_drop_stop_words_and_split_like_the_index() -> None:
