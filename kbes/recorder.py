@@ -117,6 +117,25 @@ class KbesSQLiteDatastore(SQLiteDatastore):
         finally:
             self._idle_readers.append(connection)
 
+    def query(
+        self, statement: str, params: Sequence[Any], *, named: bool = False
+    ) -> list[Any] | None:
+        """One SELECT on a reader connection: a lone statement is its own snapshot, so no
+        BEGIN/ROLLBACK. Rows are plain tuples, or sqlite3.Row if `named`. None where reads go
+        through the pool (in-memory databases, all readers busy): the caller uses a
+        transaction instead."""
+        if self.pool.is_sqlite_memory_mode:
+            return None
+        connection = self._reader()
+        if connection is None:
+            return None
+        try:
+            cursor = connection._sqlite_conn.cursor()
+            cursor.row_factory = sqlite3.Row if named else None
+            return cursor.execute(statement, params).fetchall()
+        finally:
+            self._idle_readers.append(connection)
+
     def _reader(self) -> SQLiteConnection | None:
         """An idle reader connection, a new one, or None when MAX_READERS are all busy."""
         try:
@@ -161,6 +180,55 @@ class FeedApplicationRecorder(SQLiteApplicationRecorder):
             if rows:
                 c.executemany("INSERT INTO kb_feed VALUES (?, ?)", rows)
         return ids
+
+    def select_events(
+        self,
+        originator_id: UUID | str,
+        *,
+        gt: int | None = None,
+        lte: int | None = None,
+        desc: bool = False,
+        limit: int | None = None,
+    ) -> Sequence[StoredEvent]:
+        """eventsourcing's select_events; its commonest form (an aggregate's events after a
+        version: every edit's fast-forward, every cold load) as one prepared statement on a
+        reader connection, reusing the caller's id instead of parsing one per row."""
+        datastore = self.datastore
+        if (
+            lte is None
+            and not desc
+            and limit is None
+            and isinstance(datastore, KbesSQLiteDatastore)
+        ):
+            key = originator_id.hex if isinstance(originator_id, UUID) else originator_id
+            rows = datastore.query(self._select_after_statement, (key, -1 if gt is None else gt))
+            if rows is not None:
+                return [
+                    StoredEvent(
+                        originator_id=originator_id,
+                        originator_version=version,
+                        topic=topic,
+                        state=state,
+                    )
+                    for version, topic, state in rows
+                ]
+        return super().select_events(originator_id, gt=gt, lte=lte, desc=desc, limit=limit)
+
+    def max_notification_id(self) -> int:
+        """The head of the log: every tool call's caught-up check, so one prepared statement
+        on a reader connection (the max rowid is the last entry of the table's b-tree)."""
+        if isinstance(self.datastore, KbesSQLiteDatastore):
+            rows = self.datastore.query(self.select_max_notification_id_statement, ())
+            if rows is not None:
+                return rows[0][0]  # type: ignore[no-any-return]
+        return super().max_notification_id()
+
+    @property
+    def _select_after_statement(self) -> str:
+        return (
+            f"SELECT originator_version, topic, state FROM {self.events_table_name} "
+            "WHERE originator_id = ? AND originator_version > ? ORDER BY originator_version"
+        )
 
     def select_notification_rows(
         self, start: int, limit: int, stop: int
