@@ -186,18 +186,31 @@ class Views(SQLiteTrackingRecorder):
     # Queries -----------------------------------------------------------------------------
 
     def article(self, article_id: str) -> Any:
+        statement = (
+            "SELECT article_id, knowledge_base_id, title, content, status, version, "
+            "updated_at FROM view_articles WHERE article_id = ?"
+        )
+        rows = self._query(statement, (article_id,))
+        if rows is not None:
+            return rows[0] if rows else None
         with self.read() as c:
-            c.execute(
-                "SELECT article_id, knowledge_base_id, title, content, status, version, "
-                "updated_at FROM view_articles WHERE article_id = ?",
-                (article_id,),
-            )
+            c.execute(statement, (article_id,))
             return c.fetchone()
 
     def search(self, knowledge_base_id: str, expression: str, limit: int) -> list[Any]:
+        params = (expression, knowledge_base_id, limit)
+        rows = self._query(search.SEARCH_SQL, params)
+        if rows is not None:
+            return rows
         with self.read() as c:
-            c.execute(search.SEARCH_SQL, (expression, knowledge_base_id, limit))
+            c.execute(search.SEARCH_SQL, params)
             return c.fetchall()
+
+    def _query(self, statement: str, params: tuple[Any, ...]) -> list[Any] | None:
+        """A read tool's one statement without a transaction around it, where the datastore
+        offers that (kbes.recorder: a lone SELECT is its own snapshot); None otherwise."""
+        query = getattr(self.datastore, "query", None)
+        return None if query is None else query(statement, params, named=True)  # type: ignore[no-any-return]
 
     def knowledge_base(self, knowledge_base_id: str) -> Any:
         with self.read() as c:
