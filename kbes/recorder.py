@@ -14,7 +14,12 @@ from contextlib import contextmanager
 from typing import Any
 from uuid import UUID
 
-from eventsourcing.persistence import InterfaceError, Notification, StoredEvent
+from eventsourcing.persistence import (
+    ConnectionPoolClosedError,
+    InterfaceError,
+    Notification,
+    StoredEvent,
+)
 from eventsourcing.sqlite import (
     SQLITE3_DEFAULT_LOCK_TIMEOUT,
     SQLiteApplicationRecorder,
@@ -95,6 +100,24 @@ class KbesSQLiteDatastore(SQLiteDatastore):
         self._idle_readers: deque[SQLiteConnection] = deque()
         self._readers: list[SQLiteConnection] = []
         self._readers_lock = threading.Lock()
+        self._writer: SQLiteConnection | None = None
+        self._writer_lock = threading.Lock()
+
+    @contextmanager
+    def get_connection(self, *, commit: bool) -> Iterator[SQLiteConnection]:
+        """Writes to a file database take this datastore's one writer connection under a
+        plain lock: what the pool's writer interlock guarantees (one writer at a time in the
+        process), for ~10 us less per edit. Reads and in-memory databases use the pool."""
+        if not commit or self.pool.is_sqlite_memory_mode:
+            with super().get_connection(commit=commit) as connection:
+                yield connection
+            return
+        with self._writer_lock:
+            if self._writer is None or self._writer.closed:
+                if self.pool.closed:
+                    raise ConnectionPoolClosedError("the datastore is closed")
+                self._writer = self.pool._create_connection()
+            yield self._writer
 
     @contextmanager
     def transaction(self, *, commit: bool) -> Iterator[SQLiteCursor]:
@@ -150,11 +173,18 @@ class KbesSQLiteDatastore(SQLiteDatastore):
             return connection
 
     def close(self) -> None:
+        if not hasattr(self, "_writer_lock"):  # __init__ did not finish
+            super().close()
+            return
         with self._readers_lock:
             readers, self._readers = self._readers, []
             self._idle_readers.clear()
         for connection in readers:
             connection.close()
+        with self._writer_lock:
+            if self._writer is not None:
+                self._writer.close()
+                self._writer = None
         super().close()
 
 
