@@ -128,6 +128,24 @@ class KnowledgeBaseStore(Application):
         self.notify(processing_event.events)
         return recordings
 
+    def _take_snapshots(self, processing_event: ProcessingEvent) -> None:
+        """Snapshot a saved aggregate that is itself at a snapshot version (an edit: one event)
+        directly, instead of eventsourcing's reload of up to 100 events to rebuild it; other
+        cases (a bulk save past a snapshot version) go the library's way."""
+        if self.snapshots is None:
+            return
+        for event in processing_event.events:
+            aggregate = processing_event.aggregates.get(event.originator_id)
+            interval = self.snapshotting_intervals.get(type(aggregate))
+            if interval is None or event.originator_version % interval:
+                continue
+            if aggregate.version == event.originator_version:
+                self.snapshots.put([type(aggregate).Snapshot.take(aggregate)])
+            else:
+                self.take_snapshot(
+                    event.originator_id, version=event.originator_version, projector_func=_project
+                )
+
     def _record(self, processing_event: ProcessingEvent) -> list[Recording]:
         processing_event.saved_kwargs[FEED_KWARG] = feed_entries(
             processing_event.events, processing_event.aggregates
