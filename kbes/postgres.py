@@ -41,7 +41,12 @@ from eventsourcing.persistence import (
     OperationalError,
     StoredEvent,
 )
-from eventsourcing.postgres import PostgresApplicationRecorder, PostgresDatastore, PostgresFactory
+from eventsourcing.postgres import (
+    PostgresAggregateRecorder,
+    PostgresApplicationRecorder,
+    PostgresDatastore,
+    PostgresFactory,
+)
 from eventsourcing.utils import get_topic, retry
 from psycopg import Cursor
 from psycopg.rows import DictRow
@@ -295,11 +300,20 @@ class PostgresFeedRecorder(PostgresApplicationRecorder):
         )
 
 
+class PostgresSnapshotRecorder(PostgresAggregateRecorder):
+    """The snapshots table (kbes.application snapshots articles every 100 versions), created
+    under the same advisory lock as the events table, for the same concurrent-start reason."""
+
+    create_table = PostgresFeedRecorder.create_table
+    _type_exists = PostgresFeedRecorder._type_exists
+
+
 class KbesPostgresFactory(PostgresFactory):
     """eventsourcing's PostgresFactory with kbes's feed recorder, and the local SQLite file for
     this process's views (`views_datastore`)."""
 
     application_recorder_class = PostgresFeedRecorder
+    aggregate_recorder_class = PostgresSnapshotRecorder
 
     def __init__(self, env: Any) -> None:
         super().__init__(env)
