@@ -15,7 +15,7 @@ from kbes.errors import InvalidState
 
 _SYSTEM_CLOCK = SystemClock()
 
-_IMMUTABLE = (str, int, float, bool, UUID, datetime, type(None))
+_IMMUTABLE = frozenset({str, int, float, bool, UUID, datetime, type(None)})
 
 A = TypeVar("A", bound=Aggregate)
 
@@ -24,10 +24,10 @@ def copy_aggregate(aggregate: A, memo: dict[int, object]) -> A:
     """The deep copy the aggregate cache hands each command, made cheaply: attributes that are
     immutable (ids, text, flags, instants: all of an article's) are shared, anything else is
     deep-copied. ~4 us instead of copy.deepcopy's ~45 us, on every edit."""
-    clone = copy.copy(aggregate)
+    clone = object.__new__(type(aggregate))
+    state = clone.__dict__
     for name, value in vars(aggregate).items():
-        if not isinstance(value, _IMMUTABLE):
-            setattr(clone, name, copy.deepcopy(value, memo))
+        state[name] = value if type(value) in _IMMUTABLE else copy.deepcopy(value, memo)
     return clone
 
 
