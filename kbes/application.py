@@ -493,12 +493,13 @@ def _edit_result(
     kb: UUID, article_id: UUID, title: str, updated_at: datetime, *, replay: bool
 ) -> EditResult:
     stamp = format_timestamp(updated_at)
+    kb_text, article_text = str(kb), str(article_id)
     return EditResult(
-        knowledge_base_id=str(kb),
-        article_id=str(article_id),
+        knowledge_base_id=kb_text,
+        article_id=article_text,
         title=title,
         updated_at=stamp,
-        citation=Citation(knowledge_base_id=str(kb), article_id=str(article_id), updated_at=stamp),
+        citation=Citation(knowledge_base_id=kb_text, article_id=article_text, updated_at=stamp),
         replay=replay,
     )
 
