@@ -143,12 +143,24 @@ class KbesSQLiteDatastore(SQLiteDatastore):
     def query(
         self, statement: str, params: Sequence[Any], *, named: bool = False
     ) -> list[Any] | None:
-        """One SELECT on a reader connection: a lone statement is its own snapshot, so no
-        BEGIN/ROLLBACK. Rows are plain tuples, or sqlite3.Row if `named`. None where reads go
+        """One SELECT, without BEGIN/ROLLBACK (a lone statement is its own snapshot). It runs
+        on the writer connection when no write holds it: in WAL mode a commit by another
+        connection empties a connection's page cache, so right after an edit the writer's
+        cache is the warm one (a fast-forward read: 18 -> 10 us). Otherwise on a reader
+        connection. Rows are plain tuples, or sqlite3.Row if `named`. None where reads go
         through the pool (in-memory databases, all readers busy): the caller uses a
         transaction instead."""
         if self.pool.is_sqlite_memory_mode:
             return None
+        writer = self._writer
+        if writer is not None and self._writer_lock.acquire(blocking=False):
+            try:
+                if not writer.closed:
+                    cursor = writer._sqlite_conn.cursor()
+                    cursor.row_factory = sqlite3.Row if named else None
+                    return cursor.execute(statement, params).fetchall()
+            finally:
+                self._writer_lock.release()
         connection = self._reader()
         if connection is None:
             return None
