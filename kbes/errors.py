@@ -71,6 +71,30 @@ class InvalidState(KbesError):
     code = "invalid_state"
 
 
+class ApprovalRequired(KbesError):
+    """The server asks before every write, and this client cannot be asked."""
+
+    code = "approval_required"
+
+
+class EditDeclined(KbesError):
+    """The user declined (or dismissed) the approval of this write."""
+
+    code = "edit_declined"
+
+
+class EditsDisabled(KbesError):
+    """The server was started with `--edits deny`."""
+
+    code = "edits_disabled"
+
+
+class InternalError(KbesError):
+    """An unexpected failure; details are in the server's log, never on the wire."""
+
+    code = "internal_error"
+
+
 _FIELD_PATTERNS = (
     re.compile(r"at `\$\.([A-Za-z_][A-Za-z0-9_]*)"),
     re.compile(r"missing required field `([^`]+)`"),

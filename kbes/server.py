@@ -39,7 +39,13 @@ from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 from starlette.applications import Starlette
 
 from kbes.application import Grants, KnowledgeBaseStore
-from kbes.errors import KbesError
+from kbes.errors import (
+    ApprovalRequired,
+    EditDeclined,
+    EditsDisabled,
+    InternalError,
+    KbesError,
+)
 from kbes.tools import TOOLS, Tool
 
 logger = logging.getLogger(__name__)
@@ -57,30 +63,6 @@ APPROVAL_SCHEMA: dict[str, Any] = {"type": "object", "properties": {}}
 STORE_THREADS = 4
 """Tool calls run SQLite work in worker threads; fewer than the store's connection pool (5), so
 a burst of calls queues here instead of timing out on the pool."""
-
-
-class ApprovalRequired(KbesError):
-    """The server asks before every write, and this client cannot be asked."""
-
-    code = "approval_required"
-
-
-class EditDeclined(KbesError):
-    """The user declined (or dismissed) the approval of this write."""
-
-    code = "edit_declined"
-
-
-class EditsDisabled(KbesError):
-    """The server was started with `--edits deny`."""
-
-    code = "edits_disabled"
-
-
-class InternalError(KbesError):
-    """An unexpected failure; details are in the server's log, never on the wire."""
-
-    code = "internal_error"
 
 
 # Tokens -----------------------------------------------------------------------------------------

@@ -429,25 +429,35 @@ def baseline_log(
 def edit_loop_kbes(store: KnowledgeBaseStore, kb: str, article: str, n: int, tag: str) -> float:
     """`n` edits of one article through the tool layer, each with the version the previous
     one returned and a fresh idempotency key; returns edits per second."""
-    version = call_tool(
-        store, "read_knowledge_article", {"knowledge_base_id": kb, "article_id": article}
-    ).updated_at  # type: ignore[attr-defined]
+    version = _kbes_version(store, kb, article)
     gc.collect()
     start = time.perf_counter()
     for i in range(n):
-        result = call_tool(
-            store,
-            "edit_knowledge_article",
-            {
-                "knowledge_base_id": kb,
-                "article_id": article,
-                "content": f"content {tag} {i}",
-                "expected_version": version,
-                "idempotency_key": f"{tag}-{i}",
-            },
-        )
-        version = result.updated_at  # type: ignore[attr-defined]
+        version = _kbes_edit(store, kb, article, tag, i, version)
     return n / (time.perf_counter() - start)
+
+
+def _kbes_version(store: KnowledgeBaseStore, kb: str, article: str) -> str:
+    return call_tool(  # type: ignore[attr-defined,no-any-return]
+        store, "read_knowledge_article", {"knowledge_base_id": kb, "article_id": article}
+    ).updated_at
+
+
+def _kbes_edit(
+    store: KnowledgeBaseStore, kb: str, article: str, tag: str, i: int, version: str
+) -> str:
+    """Edit `i` of a loop through the tool layer; returns the new version."""
+    return call_tool(  # type: ignore[attr-defined,no-any-return]
+        store,
+        "edit_knowledge_article",
+        {
+            "knowledge_base_id": kb,
+            "article_id": article,
+            "content": f"content {tag} {i}",
+            "expected_version": version,
+            "idempotency_key": f"{tag}-{i}",
+        },
+    ).updated_at
 
 
 def edit_loop_baseline(baseline: Baseline, kb: str, article: str, n: int, tag: str) -> float:
@@ -528,22 +538,10 @@ def _edit_worker(
     the file's write lock, not for one article version."""
     if kind == "kbes":
         store = open_store(path)
-        version = call_tool(
-            store, "read_knowledge_article", {"knowledge_base_id": kb, "article_id": article}
-        ).updated_at  # type: ignore[attr-defined]
+        version = _kbes_version(store, kb, article)
 
         def edit(i: int, version: str) -> str:
-            return call_tool(  # type: ignore[attr-defined,no-any-return]
-                store,
-                "edit_knowledge_article",
-                {
-                    "knowledge_base_id": kb,
-                    "article_id": article,
-                    "content": f"content {tag} {i}",
-                    "expected_version": version,
-                    "idempotency_key": f"{tag}-{i}",
-                },
-            ).updated_at
+            return _kbes_edit(store, kb, article, tag, i, version)
 
     else:
         baseline = Baseline(path)
