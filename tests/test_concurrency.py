@@ -2,45 +2,12 @@
 
 from __future__ import annotations
 
-import multiprocessing as mp
 from pathlib import Path
-from typing import Any
 
 import msgspec
+from racers import RACERS, one_retried_edit, rival_writers, run_racers
 
 from kbes import call_tool, format_timestamp, open_store
-from kbes.errors import KbesError
-
-RACERS = 8
-
-
-def _race(db: str, barrier: Any, arguments: dict[str, Any], results: Any) -> None:
-    store = open_store(db)
-    try:
-        barrier.wait(timeout=30)
-        try:
-            result = msgspec.to_builtins(call_tool(store, "edit_knowledge_article", arguments))
-            results.put(("ok", result))
-        except KbesError as e:
-            results.put(("error", e.to_dict()))
-    finally:
-        store.close()
-
-
-def _run_racers(db: Path, argument_sets: list[dict[str, Any]]) -> list[tuple[str, dict]]:
-    ctx = mp.get_context("spawn")
-    barrier = ctx.Barrier(len(argument_sets))
-    results = ctx.Queue()
-    procs = [
-        ctx.Process(target=_race, args=(str(db), barrier, args, results)) for args in argument_sets
-    ]
-    for p in procs:
-        p.start()
-    outcomes = [results.get(timeout=60) for _ in procs]
-    for p in procs:
-        p.join(timeout=30)
-        assert p.exitcode == 0
-    return outcomes
 
 
 def _setup(db: Path) -> tuple[str, str, str, int]:
@@ -69,19 +36,7 @@ def _article_events(db: Path, kb: str, article: str) -> list[str]:
 def test_eight_writers_one_version_exactly_one_wins(tmp_path: Path) -> None:
     db = tmp_path / "race.sqlite"
     kb, article, version, head = _setup(db)
-    outcomes = _run_racers(
-        db,
-        [
-            {
-                "knowledge_base_id": kb,
-                "article_id": article,
-                "content": f"writer {i}",
-                "expected_version": version,
-                "idempotency_key": f"writer-{i}",
-            }
-            for i in range(RACERS)
-        ],
-    )
+    outcomes = run_racers(str(db), rival_writers(kb, article, version))
     wins = [r for kind, r in outcomes if kind == "ok"]
     losses = [r for kind, r in outcomes if kind == "error"]
     assert len(wins) == 1
@@ -100,14 +55,7 @@ def test_eight_writers_one_version_exactly_one_wins(tmp_path: Path) -> None:
 def test_eight_retries_of_one_key_write_once(tmp_path: Path) -> None:
     db = tmp_path / "replay.sqlite"
     kb, article, version, head = _setup(db)
-    same = {
-        "knowledge_base_id": kb,
-        "article_id": article,
-        "content": "the one change",
-        "expected_version": version,
-        "idempotency_key": "retry-me",
-    }
-    outcomes = _run_racers(db, [same] * RACERS)
+    outcomes = run_racers(str(db), one_retried_edit(kb, article, version))
     assert [kind for kind, _ in outcomes] == ["ok"] * RACERS
     replays = [r["replay"] for _, r in outcomes]
     assert replays.count(False) == 1 and replays.count(True) == RACERS - 1

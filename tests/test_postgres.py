@@ -7,7 +7,6 @@ where PostgreSQL or psycopg is not installed."""
 from __future__ import annotations
 
 import json
-import multiprocessing as mp
 import os
 import subprocess
 import sys
@@ -25,6 +24,7 @@ import psycopg
 from eventsourcing.persistence import IntegrityError
 from pg_server import PgServer, PgUnavailable
 from psycopg import sql
+from racers import RACERS, one_retried_edit, rival_writers, run_racers
 
 from kbes import Article, KnowledgeBaseStore, call_tool, open_store
 from kbes.errors import KbesError
@@ -32,7 +32,6 @@ from kbes.postgres import PostgresFeedRecorder, postgres_env, views_path
 from kbes.projections.views import Views
 from kbes.recorder import KbesSQLiteDatastore
 
-RACERS = 8
 EVENTS_TABLE = "kbes_events"
 
 
@@ -331,39 +330,6 @@ def test_processes_starting_together_on_a_fresh_database(pg: PgServer, tmp_path:
     assert pg_value(url, "SELECT count(*) FROM kb_feed") == 0
 
 
-def _race(url: str, views: str, barrier: Any, arguments: dict[str, Any], results: Any) -> None:
-    """One racer: its own process, its own views, the shared log."""
-    store = open_store(url, views=views)
-    try:
-        barrier.wait(timeout=60)
-        try:
-            result = msgspec.to_builtins(call_tool(store, "edit_knowledge_article", arguments))
-            results.put(("ok", result))
-        except KbesError as e:
-            results.put(("error", e.to_dict()))
-    finally:
-        store.close()
-
-
-def run_racers(url: str, tmp: Path, argument_sets: list[dict[str, Any]]) -> list[tuple[str, Any]]:
-    """Start one process per argument set; all open the store (creating tables at the same
-    time), meet at a barrier, then edit at once."""
-    ctx = mp.get_context("spawn")
-    barrier = ctx.Barrier(len(argument_sets))
-    results = ctx.Queue()
-    procs = [
-        ctx.Process(target=_race, args=(url, str(tmp / f"views-{i}.sqlite"), barrier, a, results))
-        for i, a in enumerate(argument_sets)
-    ]
-    for p in procs:
-        p.start()
-    outcomes = [results.get(timeout=120) for _ in procs]
-    for p in procs:
-        p.join(timeout=60)
-        assert p.exitcode == 0
-    return outcomes
-
-
 def race_setup(url: str, tmp: Path) -> tuple[str, str, str, int]:
     store = open_store(url, views=tmp / "views-setup.sqlite")
     try:
@@ -388,20 +354,8 @@ def article_events(url: str, article: str) -> list[str]:
 
 def test_eight_processes_race_one_expected_version(pg_url: str, tmp_path: Path) -> None:
     kb, article, version, head = race_setup(pg_url, tmp_path)
-    outcomes = run_racers(
-        pg_url,
-        tmp_path,
-        [
-            {
-                "knowledge_base_id": kb,
-                "article_id": article,
-                "content": f"writer {i}",
-                "expected_version": version,
-                "idempotency_key": f"writer-{i}",
-            }
-            for i in range(RACERS)
-        ],
-    )
+    # Each racer opens the store (creating tables at the same time) with views of its own.
+    outcomes = run_racers(pg_url, rival_writers(kb, article, version), views_dir=tmp_path)
     wins = [r for kind, r in outcomes if kind == "ok"]
     losses = [r for kind, r in outcomes if kind == "error"]
     assert len(wins) == 1
@@ -425,14 +379,7 @@ def test_one_idempotency_key_from_several_processes_writes_once(
     pg_url: str, tmp_path: Path
 ) -> None:
     kb, article, version, head = race_setup(pg_url, tmp_path)
-    same = {
-        "knowledge_base_id": kb,
-        "article_id": article,
-        "content": "the one change",
-        "expected_version": version,
-        "idempotency_key": "retry-me",
-    }
-    outcomes = run_racers(pg_url, tmp_path, [same] * RACERS)
+    outcomes = run_racers(pg_url, one_retried_edit(kb, article, version), views_dir=tmp_path)
     assert [kind for kind, _ in outcomes] == ["ok"] * RACERS, outcomes
     replays = [r["replay"] for _, r in outcomes]
     assert replays.count(False) == 1 and replays.count(True) == RACERS - 1
