@@ -127,8 +127,8 @@ def render_header(figures: dict[str, Any]) -> list[str]:
         article = f" (article: {source.TOP10_SHARE}% of each)"
         lines += [
             f"Popularity: the top 10 articles got {_pct(top['questions_share'])} of the "
-            f"questions ({top['questions']} of {_n(top['questions_total'])}) and "
-            f"{_pct(top['saves_share'])} of the saves ({top['saves']} of "
+            f"questions ({_n(top['questions'])} of {_n(top['questions_total'])}) and "
+            f"{_pct(top['saves_share'])} of the saves ({_n(top['saves'])} of "
             f"{_n(top['saves_total'])}); their Zipf weight is {_pct(top['zipf_weight_share'])}"
             + (article if figures["comparable_with_article"] else "")
             + ".",
@@ -307,7 +307,7 @@ def render_edits(figures: dict[str, Any]) -> list[str]:
     for row in rows:
         a = source.EDITS.get(round(row["delay_seconds"] * 1_000_000)) if compare else None
         retry = (
-            f"{row['retry_saved']} of {row['version_moved']} saved"
+            f"{_n(row['retry_saved'])} of {_n(row['version_moved'])} saved"
             if row["version_moved"]
             else DASH
         )
@@ -318,9 +318,9 @@ def render_edits(figures: dict[str, Any]) -> list[str]:
             [
                 row["delay"],
                 _n(row["edits"]),
-                f"{row['version_moved']} ({_pct(row['version_moved_share'])})",
+                f"{_n(row['version_moved'])} ({_pct(row['version_moved_share'])})",
                 f"{a['version_moved']} ({_pct(a['share'])})" if a else DASH,
-                str(row["unpublished"]),
+                _n(row["unpublished"]),
                 str(a["unpublished"]) if a else DASH,
                 retry,
                 a_retry,
@@ -341,10 +341,10 @@ def render_edits(figures: dict[str, Any]) -> list[str]:
         *_table(headers, table),
         "",
         f"Idempotency: after each first-try success the same call with the same key was sent "
-        f"again: {replays} of {first} returned the first result marked as a replay and wrote no "
-        "new event (asserted)"
+        f"again: {_n(replays)} of {_n(first)} returned the first result marked as a replay and "
+        "wrote no new event (asserted)"
         + (f"; article: {source.REPLAYS[0]} of {source.REPLAYS[1]}." if all_four else "."),
-        f"Unpublished: {unpublished} of {_n(edits)} delayed edits hit an article that had been "
+        f"Unpublished: {_n(unpublished)} of {_n(edits)} delayed edits hit an article that had been "
         "unpublished, reported as `gone`, not as a version conflict"
         + (
             f" (article: {source.UNPUBLISHED_EDITS[0]} of {source.UNPUBLISHED_EDITS[1]})."
