@@ -26,7 +26,8 @@ QUOTE_RETITLED = "Printers are on the second floor."
 
 @dataclass
 class World:
-    db: Path
+    db: str
+    """A SQLite file's path or a postgresql:// URL, as `--db` takes it."""
     citations: Path
     kb: str
     other_kb: str
@@ -46,11 +47,15 @@ def shift(updated_at: str, microseconds: int) -> str:
     return stamp(instant + timedelta(microseconds=microseconds))
 
 
-def build(folder: Path) -> World:
-    """A knowledge base through a simulated morning, and a citations file given at 09:00."""
+def build(folder: Path, db: str | None = None, *, views: Path | None = None) -> World:
+    """A knowledge base through a simulated morning, and a citations file given at 09:00.
+
+    `db` is the store to build it in (default: a new SQLite file in `folder`); a
+    postgresql:// URL keeps this process's views in `views`. tests/test_audit_postgres.py
+    builds the same history in PostgreSQL and runs this module's tests against it."""
     clock = SimulatedClock(START)
-    db = folder / "kbes.sqlite"
-    store = open_store(db, clock=clock)
+    db = db or str(folder / "kbes.sqlite")
+    store = open_store(db, clock=clock, views=views)
     kb = store.create_knowledge_base("Support")
     other_kb = store.create_knowledge_base("Billing")
     texts = {
@@ -174,7 +179,7 @@ NULLS = (
 
 
 def test_every_classification_field(world: World) -> None:
-    report = audit_json(world, "--db", str(world.db))
+    report = audit_json(world, "--db", world.db)
     lines = by_line(report)
     assert report["as_of"] is None
     assert report["summary"] == {
@@ -277,7 +282,7 @@ def test_every_classification_field(world: World) -> None:
 
 
 def test_one_microsecond_off_is_invalid_not_changed(world: World) -> None:
-    lines = by_line(audit_json(world, "--db", str(world.db)))
+    lines = by_line(audit_json(world, "--db", world.db))
     # The citation of the same article with its exact updated_at is `changed`; altered by one
     # microsecond either way it names no published version, so it is `invalid`.
     assert lines[1]["class"] == "changed"
@@ -288,7 +293,7 @@ def test_one_microsecond_off_is_invalid_not_changed(world: World) -> None:
 
 
 def test_as_of_before_the_changes_reports_them_current(world: World) -> None:
-    report = audit_json(world, "--db", str(world.db), "--as-of", "2026-11-30T09:30:00Z")
+    report = audit_json(world, "--db", world.db, "--as-of", "2026-11-30T09:30:00Z")
     assert report["as_of"] == "2026-11-30T09:30:00.000000Z"
     lines = by_line(report)
     for number in range(1, 9):
@@ -301,7 +306,7 @@ def test_as_of_before_the_changes_reports_them_current(world: World) -> None:
 
 def test_as_of_between_changes_replays_only_that_far(world: World) -> None:
     # 10:55: "twice" has had its first save only; "back_changed" is unpublished, not yet back.
-    lines = by_line(audit_json(world, "--db", str(world.db), "--as-of", "2026-11-30T10:55:00Z"))
+    lines = by_line(audit_json(world, "--db", world.db, "--as-of", "2026-11-30T10:55:00Z"))
     assert lines[4]["class"] == "changed" and lines[4]["saves"] == 1
     assert lines[4]["current_updated_at"] == world.times["twice_1"]
     assert lines[6]["class"] == "gone" and lines[6]["now"] == "unpublished"
@@ -309,26 +314,26 @@ def test_as_of_between_changes_replays_only_that_far(world: World) -> None:
 
 
 def test_as_of_before_the_citation_was_given_is_invalid(world: World) -> None:
-    lines = by_line(audit_json(world, "--db", str(world.db), "--as-of", "2026-11-30T08:00:00Z"))
+    lines = by_line(audit_json(world, "--db", world.db, "--as-of", "2026-11-30T08:00:00Z"))
     assert {entry["class"] for entry in lines.values()} == {"invalid"}
     assert "never existed by 2026-11-30T08:00:00.000000Z" in lines[1]["reason"]
 
 
 def test_table_summary_and_diff_on_the_terminal(world: World) -> None:
-    result = run("audit", str(world.citations), "--db", str(world.db))
+    result = run("audit", str(world.citations), "--db", world.db)
     assert result.exit_code == 0
     out = result.stdout.splitlines()
     assert out[0].split() == ["line", "class", "article_id", "updated_at", "details"]
     assert out[-1] == "14 citations: 1 current, 4 changed, 3 gone, 6 invalid"
     assert "@@ " not in result.stdout
-    with_diff = run("audit", str(world.citations), "--db", str(world.db), "--diff").stdout
+    with_diff = run("audit", str(world.citations), "--db", world.db, "--diff").stdout
     assert f"--- {world.ids['lost']}@{world.cited['lost']}" in with_diff
     assert f"-{QUOTE_LOST}" in with_diff
     assert with_diff.splitlines()[-1] == out[-1]
 
 
 def test_fail_on_sets_the_exit_code(world: World) -> None:
-    citations, db = str(world.citations), str(world.db)
+    citations, db = str(world.citations), world.db
     failed = run("audit", citations, "--db", db, "--fail-on", "gone,invalid")
     assert failed.exit_code == 1
     assert "9 citations in --fail-on classes (gone,invalid)" in failed.stderr
@@ -347,23 +352,23 @@ def test_fail_on_sets_the_exit_code(world: World) -> None:
 
 def test_log_export_gives_output_identical_to_the_database(world: World) -> None:
     events = world.citations.parent / "events.jsonl"
-    exported = run("log", "export", "--db", str(world.db))
+    exported = run("log", "export", "--db", world.db)
     assert exported.exit_code == 0, exported.output
     events.write_text(exported.stdout)
     for extra in ([], ["--json"], ["--diff"], ["--as-of", "2026-11-30T10:55:00Z", "--json"]):
-        from_db = run("audit", str(world.citations), "--db", str(world.db), *extra)
+        from_db = run("audit", str(world.citations), "--db", world.db, *extra)
         from_log = run("audit", str(world.citations), "--log", str(events), *extra)
         assert from_db.exit_code == from_log.exit_code == 0
         assert from_log.stdout == from_db.stdout, extra
     # Exit codes agree too.
-    fail_db = run("audit", str(world.citations), "--db", str(world.db), "--fail-on", "gone")
+    fail_db = run("audit", str(world.citations), "--db", world.db, "--fail-on", "gone")
     fail_log = run("audit", str(world.citations), "--log", str(events), "--fail-on", "gone")
     assert (fail_db.exit_code, fail_db.stdout) == (fail_log.exit_code, fail_log.stdout)
     assert fail_db.exit_code == 1
 
 
 def test_citations_from_stdin(world: World) -> None:
-    result = run("audit", "-", "--db", str(world.db), stdin=world.citations.read_text())
+    result = run("audit", "-", "--db", world.db, stdin=world.citations.read_text())
     assert result.exit_code == 0
     assert result.stdout.splitlines()[-1].startswith("14 citations:")
 
@@ -396,7 +401,7 @@ def test_bad_input_is_a_clear_error(
     if content is not None:
         citations = tmp_path / "bad.jsonl"
         citations.write_text(content)
-    result = run("audit", str(citations), "--db", str(world.db), *args)
+    result = run("audit", str(citations), "--db", world.db, *args)
     assert result.exit_code == 2
     assert message in result.stderr
     assert result.stdout == ""
@@ -413,6 +418,6 @@ def test_missing_database_is_an_error_and_creates_nothing(world: World, tmp_path
 def test_db_and_log_together_is_an_error(world: World, tmp_path: Path) -> None:
     events = tmp_path / "events.jsonl"
     events.write_text("")
-    result = run("audit", str(world.citations), "--db", str(world.db), "--log", str(events))
+    result = run("audit", str(world.citations), "--db", world.db, "--log", str(events))
     assert result.exit_code == 2
     assert "either --db or --log" in result.stderr
