@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 import re
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -20,6 +21,7 @@ import pytest
 
 pytest.importorskip("psycopg", reason="psycopg is not installed: pip install 'kbes[postgres]'")
 
+import psycopg
 from pg_server import PgServer, PgUnavailable
 from test_audit import (  # noqa: F401  (collected here, run against this module's `world`)
     World,
@@ -136,3 +138,41 @@ def test_audit_of_a_log_exported_in_pieces(world: World, tmp_path: Path) -> None
     assert from_log.exit_code == from_db.exit_code == 0
     assert json.loads(from_log.stdout) == json.loads(from_db.stdout)
 
+
+def pg_tables(url: str) -> list[str]:
+    with psycopg.connect(url) as conn:
+        rows = conn.execute("SELECT tablename FROM pg_tables WHERE schemaname = 'public'")
+        return [row[0] for row in rows]
+
+
+@pytest.mark.parametrize("command", [["audit", "CITATIONS"], ["log", "export"]])
+def test_a_database_without_a_kbes_log_is_refused_and_left_alone(
+    world: World, pg: PgServer, command: list[str]
+) -> None:
+    """The PostgreSQL side of test_audit.py's missing-file refusal: an existing database that
+    holds no kbes log (a mistyped name of another database) is not given kbes's tables."""
+    empty = pg.create_database()
+    args = [str(world.citations) if arg == "CITATIONS" else arg for arg in command]
+    result = run(*args, "--db", empty)
+    assert result.exit_code == 2
+    assert "no kbes log in database" in result.stderr
+    assert "it has no table public.kbes_events" in result.stderr
+    assert "pass --db (or set KBES_DB)" in result.stderr
+    assert ":postgres@" not in result.stderr  # the password is not echoed
+    assert result.stdout == ""
+    assert pg_tables(empty) == []
+
+
+@pytest.mark.parametrize("command", [["audit", "CITATIONS"], ["log", "export"]])
+def test_a_database_that_does_not_exist_is_refused_at_once(
+    world: World, command: list[str]
+) -> None:
+    missing = world.db.rsplit("/", 1)[0] + "/kbes_no_such_database"
+    args = [str(world.citations) if arg == "CITATIONS" else arg for arg in command]
+    started = time.monotonic()
+    result = run(*args, "--db", missing)
+    assert result.exit_code == 2
+    assert time.monotonic() - started < 10  # not the store's pool retrying for 30 s
+    assert "cannot open database 'postgresql://postgres:***@" in result.stderr
+    assert '"kbes_no_such_database" does not exist' in result.stderr
+    assert result.stdout == ""
