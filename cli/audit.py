@@ -16,7 +16,7 @@ from click.core import ParameterSource
 
 from kbes.application import KnowledgeBaseStore
 from kbes.audit import CLASSES, AuditReport, CitationsFormatError, audit, parse_citations
-from kbes.cli.options import db_option, json_option, print_table, store_at
+from kbes.cli.options import existing_db_option, json_option, print_table, store_at
 from kbes.clock import parse_timestamp
 from kbes.history import History, StoreSource
 from kbes.log_export import LogFormatError, LogSource
@@ -136,7 +136,7 @@ def read_citation_lines(path: str) -> list[bytes]:
 
 @click.command("audit")
 @click.argument("citations", metavar="CITATIONS", type=click.Path(dir_okay=False, allow_dash=True))
-@db_option
+@existing_db_option
 @click.option(
     "--log",
     "log_path",

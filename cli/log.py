@@ -10,7 +10,7 @@ from eventsourcing.application import AggregateNotFoundError
 
 from kbes.application import KnowledgeBaseStore
 from kbes.cli.audit import existing_store
-from kbes.cli.options import db_option
+from kbes.cli.options import existing_db_option
 from kbes.knowledge_base import KnowledgeBase
 from kbes.log_export import export_log
 
@@ -21,7 +21,7 @@ def log() -> None:
 
 
 @log.command("export")
-@db_option
+@existing_db_option
 @click.option("--kb", "kb", metavar="ID", help="Only this knowledge base's events.")
 @click.option(
     "--after",

@@ -18,7 +18,24 @@ F = TypeVar("F", bound=Callable[..., Any])
 
 
 def db_option(func: F) -> F:
-    """`--db PATH` (or `KBES_DB`), default `./kbes.sqlite`."""
+    """`--db PATH` (or `KBES_DB`), default `./kbes.sqlite`, for commands that create the
+    database (a SQLite file, or kbes's tables in PostgreSQL) when it is missing."""
+    return _db_option(
+        "The kbes database: a SQLite file (created if missing), or a "
+        "postgresql://user:password@host:port/dbname URL for a shared log."
+    )(func)
+
+
+def existing_db_option(func: F) -> F:
+    """`--db` for read-only commands (`kbes audit`, `kbes log export`), which refuse a missing
+    database rather than create an empty one and report that it holds nothing."""
+    return _db_option(
+        "The kbes database to read, which must exist (nothing is created): a SQLite file, "
+        "or the postgresql://user:password@host:port/dbname URL of a shared log."
+    )(func)
+
+
+def _db_option(text: str) -> Callable[[F], F]:
     return click.option(
         "--db",
         "db",
@@ -27,11 +44,8 @@ def db_option(func: F) -> F:
         show_default=True,
         show_envvar=True,
         type=click.Path(dir_okay=False),
-        help=(
-            "The kbes database: a SQLite file (created if missing), or a "
-            "postgresql://user:password@host:port/dbname URL for a shared log."
-        ),
-    )(func)
+        help=text,
+    )
 
 
 def json_option(func: F) -> F:

@@ -257,3 +257,68 @@ def test_every_command_has_help(runner: CliRunner) -> None:
     for path, cmd in walk(main, []):
         assert cmd.help, f"kbes {' '.join(path)} has no help text"
         assert runner.invoke(main, [*path, "--help"]).exit_code == 0
+
+
+READ_ONLY = {("audit",), ("log", "export")}
+"""The commands that read a database and must not create one."""
+
+
+def db_commands() -> dict[tuple[str, ...], str]:
+    """Every command taking the store's `--db` (KBES_DB), with its help text as printed."""
+    found: dict[tuple[str, ...], str] = {}
+
+    def walk(group, path):
+        for name, cmd in getattr(group, "commands", {}).items():
+            db = next((p for p in cmd.params if p.name == "db"), None)
+            if db is not None and db.envvar == "KBES_DB":
+                output = CliRunner().invoke(main, [*path, name, "--help"]).output
+                found[(*path, name)] = " ".join(output.split())
+            walk(cmd, [*path, name])
+
+    walk(main, [])
+    return found
+
+
+def test_db_help_says_whether_a_missing_database_is_created() -> None:
+    commands = db_commands()
+    assert len(commands) > len(READ_ONLY) and set(commands) >= READ_ONLY
+    must_exist = "--db FILE The kbes database to read, which must exist (nothing is created)"
+    created = "--db FILE The kbes database: a SQLite file (created if missing)"
+    for path, text in commands.items():
+        if path in READ_ONLY:
+            assert must_exist in text, path
+            assert "created if missing" not in text, path
+        else:
+            assert created in text, path
+        assert "postgresql://user:password@host:port/dbname" in text, path
+        assert "[env var: KBES_DB; default: kbes.sqlite]" in text, path
+
+
+@pytest.mark.parametrize("path", sorted(READ_ONLY))
+def test_read_only_commands_refuse_a_missing_database(
+    tmp_path: Path, path: tuple[str, ...]
+) -> None:
+    citations = tmp_path / "citations.jsonl"
+    citations.write_text("")
+    args = [*path, str(citations)] if path == ("audit",) else list(path)
+    for how in ("--db", "KBES_DB"):
+        missing = tmp_path / f"missing-{how}.sqlite"
+        if how == "--db":
+            result = CliRunner().invoke(main, [*args, "--db", str(missing)])
+        else:
+            result = CliRunner().invoke(main, args, env={"KBES_DB": str(missing)})
+        assert result.exit_code == 2, result.output
+        assert result.stdout == ""
+        assert f"no kbes database at {str(missing)!r}" in result.stderr
+        assert "pass --db PATH (or set KBES_DB) to an existing database" in result.stderr
+        if path == ("audit",):
+            assert "or audit an exported log with --log EVENTS.jsonl" in result.stderr
+        assert not missing.exists()
+
+
+def test_other_commands_create_a_missing_database(tmp_path: Path) -> None:
+    for path in (["kb", "list"], ["rebuild"]):
+        missing = tmp_path / f"{'-'.join(path)}.sqlite"
+        result = CliRunner().invoke(main, [*path, "--db", str(missing)])
+        assert result.exit_code == 0, result.output
+        assert missing.is_file(), path
