@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib
 import ipaddress
 import logging
 import sys
@@ -13,14 +14,23 @@ import click
 from kbes.application import Grants, KnowledgeBaseStore
 from kbes.cli.options import db_option, store_at
 from kbes.history_tools import HISTORY_TOOLS
-from kbes.tools import TOOLS
+from kbes.prelude import (
+    Answers,
+    Prelude,
+    SdkImport,
+    canonical_id,
+    describe_grants,
+    instructions_for,
+)
+from kbes.tools import TOOLS, Tool
 from kbes.urls import redact
 
 if TYPE_CHECKING:
     from kbes.server import Tokens
 
 # The MCP SDK takes about a second to import, so `kbes.server` is imported only when `kbes serve`
-# runs: every other kbes command stays quick.
+# runs: every other kbes command stays quick. Over stdio even `kbes serve` does not wait for it:
+# `kbes.prelude` answers the handshake while a thread imports it.
 EDIT_POLICIES = ("ask", "allow", "deny")
 LOG_LEVELS = ("debug", "info", "warning", "error")
 
@@ -80,6 +90,14 @@ LOG_LEVELS = ("debug", "info", "warning", "error")
     help="Also serve diff_knowledge_article (read-only): what changed in an article since a "
     "cited version, as a unified diff, instead of re-reading it whole.",
 )
+@click.option(
+    "--prelude/--no-prelude",
+    default=True,
+    hidden=True,
+    envvar="KBES_SERVE_PRELUDE",
+    help="Over stdio, answer the MCP handshake and tools/list while the SDK loads (default); "
+    "--no-prelude (or KBES_SERVE_PRELUDE=0) leaves the whole session to the SDK.",
+)
 def serve(
     db: str,
     grant_ids: tuple[str, ...],
@@ -89,6 +107,7 @@ def serve(
     edits: str,
     log_level: str,
     history_tools: bool,
+    prelude: bool,
 ) -> None:
     """Serve the four knowledge-base tools over MCP: stdio by default, or streamable HTTP.
 
@@ -118,10 +137,14 @@ def serve(
             "could read and edit the granted knowledge bases. Add --tokens FILE, or serve on "
             "loopback (the default host)."
         )
-    from kbes.server import KbesMCP, bind, describe_grants, instructions_for, url_host
-
     tokens = load_tokens(tokens_file) if tokens_file else None
     configure_logging(log_level, tokens)
+    tools = [*TOOLS.values(), *(HISTORY_TOOLS if history_tools else [])]
+    if address is None:
+        serve_stdio(db, grant_ids, grant_all, tools, edits, prelude=prelude)
+        return
+
+    from kbes.server import KbesMCP, bind, url_host
 
     with store_at(db) as store:
         grants = resolve_grants(store, grant_ids, grant_all)
@@ -131,17 +154,12 @@ def serve(
         mcp = KbesMCP(
             store,
             grants=grants,
-            tools=[*TOOLS.values(), *(HISTORY_TOOLS if history_tools else [])],
+            tools=tools,
             edits=edits,  # type: ignore[arg-type]
             tokens=tokens,
             instructions=instructions_for(known),
         )
         what = "every knowledge base" if grants is None else f"{len(grants)} knowledge base(s)"
-        if address is None:
-            where = redact(db)
-            note(f"kbes serve: MCP over stdio; database {where}; grants {what}; edits {edits}")
-            anyio.run(mcp.run_stdio)
-            return
         host, port = address
         try:
             sock = bind(host, port)
@@ -159,6 +177,47 @@ def serve(
             pass
         finally:
             sock.close()
+
+
+def serve_stdio(
+    db: str,
+    grant_ids: tuple[str, ...],
+    grant_all: bool,
+    tools: list[Tool],
+    edits: str,
+    *,
+    prelude: bool,
+) -> None:
+    """One client over stdin/stdout. With the prelude (the default), the SDK is imported in a
+    background thread while `kbes.prelude` answers the handshake and `tools/list`; the SDK
+    server takes over the session at the first message the prelude does not answer."""
+    wire = Prelude.claim_stdio() if prelude else None
+    sdk = SdkImport("kbes.server") if wire is not None else None
+    try:
+        with store_at(db) as store:
+            grants = resolve_grants(store, grant_ids, grant_all)
+            instructions = instructions_for(describe_grants(store, grants))
+            what = "every knowledge base" if grants is None else f"{len(grants)} knowledge base(s)"
+            note(f"kbes serve: MCP over stdio; database {redact(db)}; grants {what}; edits {edits}")
+            handover = None
+            if wire is not None:
+                try:
+                    answers: Answers | None = Answers(tools, instructions)
+                except Exception:  # e.g. an SDK without the version registry: SDK alone
+                    logging.getLogger(__name__).debug("no stdio prelude", exc_info=True)
+                    answers = None
+                handover = wire.run(answers)
+                if handover is None:  # the client left before needing the SDK
+                    return
+            server = sdk.module() if sdk is not None else importlib.import_module("kbes.server")
+            mcp = server.KbesMCP(
+                store, grants=grants, tools=tools, edits=edits, instructions=instructions
+            )
+            streams = handover.streams() if handover is not None else (None, None)
+            anyio.run(mcp.run_stdio, *streams)
+    finally:
+        if wire is not None:
+            wire.release()
 
 
 def parse_address(value: str) -> tuple[str, int]:
@@ -193,8 +252,6 @@ def resolve_grants(
 ) -> Grants:
     """Canonical ids of the granted knowledge bases; each must exist, so a typo fails now
     rather than answering not_found to every call."""
-    from kbes.server import canonical_id
-
     if grant_all:
         return None
     store.catch_up()

@@ -17,11 +17,10 @@ import logging
 import os
 import socket
 import stat
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
-from uuid import UUID
 
 import anyio
 import anyio.to_thread
@@ -45,6 +44,14 @@ from kbes.errors import (
     EditsDisabled,
     InternalError,
     KbesError,
+)
+from kbes.prelude import (
+    SERVER_NAME,
+    SERVER_TITLE,
+    canonical_id,
+    describe_grants,
+    instructions_for,
+    server_version,
 )
 from kbes.tools import TOOLS, Tool
 
@@ -209,14 +216,6 @@ class RedactTokens(logging.Filter):
 # Grants ---------------------------------------------------------------------------------------
 
 
-def canonical_id(value: object) -> str | None:
-    """A knowledge-base id as the store compares them (canonical UUID text), or None."""
-    try:
-        return str(UUID(str(value).strip()))
-    except ValueError:
-        return None
-
-
 def narrow(server: Grants, token: Grants) -> Grants:
     """What a caller may touch: the token's grants within the server's."""
     if token is None:
@@ -245,7 +244,7 @@ class KbesMCP:
         edits: EditPolicy = "ask",
         tokens: Tokens | None = None,
         instructions: str | None = None,
-        name: str = "kbes",
+        name: str = SERVER_NAME,
     ) -> None:
         if edits not in EDIT_POLICIES:
             raise ValueError(f"edits must be one of {EDIT_POLICIES}, not {edits!r}")
@@ -263,8 +262,8 @@ class KbesMCP:
         self._limiter = anyio.CapacityLimiter(STORE_THREADS)
         self.server: Server[Any] = Server(
             name,
-            version=_version(),
-            title="kbes knowledge bases",
+            version=server_version(),
+            title=SERVER_TITLE,
             instructions=instructions,
             on_list_tools=self._list_tools,
             on_call_tool=self._call_tool,
@@ -382,9 +381,10 @@ class KbesMCP:
 
     # Transports -------------------------------------------------------------------------------
 
-    async def run_stdio(self) -> None:
-        """Serve one client on this process's stdin/stdout until it closes them."""
-        async with stdio_server() as (read_stream, write_stream):
+    async def run_stdio(self, stdin: Any = None, stdout: Any = None) -> None:
+        """Serve one client on this process's stdin/stdout until it closes them, or on the
+        given text streams (`kbes.prelude.Handover.streams`, after the stdio prelude)."""
+        async with stdio_server(stdin, stdout) as (read_stream, write_stream):
             await self.server.run(
                 read_stream, write_stream, self.server.create_initialization_options()
             )
@@ -505,44 +505,6 @@ def bind(host: str, port: int) -> socket.socket:
         raise
     sock.set_inheritable(True)
     return sock
-
-
-def describe_grants(store: KnowledgeBaseStore, grants: Grants) -> list[tuple[str, str]]:
-    """(id, name) of the granted knowledge bases that exist now, for the model's instructions."""
-    store.catch_up()
-    if grants is None:
-        return [(row["knowledge_base_id"], row["name"]) for row in store.views.knowledge_bases()]
-    named = []
-    for kb in sorted(grants):
-        row = store.views.knowledge_base(kb)
-        if row is not None:
-            named.append((kb, row["name"]))
-    return named
-
-
-def instructions_for(knowledge_bases: Sequence[tuple[str, str]] | None) -> str:
-    """Server instructions for the model: how to cite and edit, and (when every caller sees the
-    same grants) which knowledge bases to pass."""
-    text = (
-        "kbes serves knowledge bases whose citations are version stamps. Search or read, then "
-        "cite {knowledge_base_id, article_id, updated_at}. To edit, pass the updated_at of a "
-        "recent read as expected_version and a fresh idempotency_key; on version_conflict read "
-        "again and re-apply. Keep poll_resource_events' next_sequence to learn later which "
-        "citations changed."
-    )
-    if knowledge_bases:
-        listed = "; ".join(f"{name} (knowledge_base_id {kb})" for kb, name in knowledge_bases)
-        text += f" Knowledge bases available: {listed}."
-    return text
-
-
-def _version() -> str:
-    try:
-        from importlib.metadata import version
-
-        return version("kbes")
-    except Exception:
-        return "0"
 
 
 __all__ = [
