@@ -23,22 +23,27 @@ def article() -> None:
 
 @article.command("add")
 @kb_option
-@click.option("--title", required=True, help="The article's title.")
+@click.option(
+    "--title", help="The article's title (default: the `# ` heading of --file, if it has one)."
+)
 @content_options
 @click.option("--publish", is_flag=True, help="Publish at once, so agents can see it.")
 @with_store
 def add(
     store: KnowledgeBaseStore,
     kb: str,
-    title: str,
+    title: str | None,
     content: str | None,
     file: Path | None,
     publish: bool,
 ) -> None:
     """Draft a new article (published with --publish) and print its id."""
     text = read_content(content, file, required=True)
-    assert text is not None
-    click.echo(str(store.add_article(kb, title, text, publish=publish)))
+    assert text.content is not None
+    title = title if title is not None else text.heading
+    if title is None:
+        raise click.UsageError("give the title with --title, or a --file with a `# ` heading")
+    click.echo(str(store.add_article(kb, title, text.content, publish=publish)))
 
 
 @article.command("save")
@@ -55,10 +60,21 @@ def save(
     content: str | None,
     file: Path | None,
 ) -> None:
-    """Replace ARTICLE_ID's content (and title); a person's save, last writer wins."""
+    """Replace ARTICLE_ID's content (and title); a person's save, last writer wins.
+
+    A save that would change neither the content nor the title writes nothing (every citation
+    of the article stays current) and says so on stderr. Prints the article's version."""
     text = read_content(content, file, required=title is None)
-    store.save_article(kb, article_id, content=text, title=title)
-    click.echo(format_timestamp(store.get_article(article_id).updated_at))
+    title = title if title is not None else text.heading
+    current = store.article_for_person(kb, article_id)
+    if (text.content is None or text.content == current.content) and (
+        title is None or title.strip() == current.title
+    ):
+        click.echo("unchanged: the content and title are already these; nothing written", err=True)
+    else:
+        store.save_article(kb, article_id, content=text.content, title=title)
+        current = store.get_article(article_id)
+    click.echo(format_timestamp(current.updated_at))
 
 
 @article.command("publish")

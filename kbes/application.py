@@ -192,12 +192,12 @@ class KnowledgeBaseStore(Application):
         return [article.id for article in batch]
 
     def publish_article(self, knowledge_base_id: UUID | str, article_id: UUID | str) -> int:
-        article = self._article_for_person(knowledge_base_id, article_id)
+        article = self.article_for_person(knowledge_base_id, article_id)
         article.publish(at=next_timestamp(self.clock, article.updated_at))
         return self._save_one(article)
 
     def unpublish_article(self, knowledge_base_id: UUID | str, article_id: UUID | str) -> int:
-        article = self._article_for_person(knowledge_base_id, article_id)
+        article = self.article_for_person(knowledge_base_id, article_id)
         article.unpublish(at=next_timestamp(self.clock, article.updated_at))
         return self._save_one(article)
 
@@ -210,7 +210,7 @@ class KnowledgeBaseStore(Application):
         title: str | None = None,
     ) -> int:
         """A person's save, last writer wins: one `Saved` or `Retitled` event."""
-        article = self._article_for_person(knowledge_base_id, article_id)
+        article = self.article_for_person(knowledge_base_id, article_id)
         if content is None and title is None:
             raise InvalidArgument("nothing to save: give new content, a new title, or both")
         if title is not None:
@@ -232,7 +232,9 @@ class KnowledgeBaseStore(Application):
         recordings = self.save(article)
         return recordings[-1].notification.id
 
-    def _article_for_person(self, knowledge_base_id: UUID | str, article_id: UUID | str) -> Article:
+    def article_for_person(self, knowledge_base_id: UUID | str, article_id: UUID | str) -> Article:
+        """The article, drafts and unpublished ones included; `not_found` if it is not in
+        that knowledge base."""
         kb = self._knowledge_base_uuid(knowledge_base_id)
         article = self.get_article(article_id)
         if article.knowledge_base_id != kb:
@@ -373,8 +375,16 @@ class KnowledgeBaseStore(Application):
             )
         kb = self._knowledge_base_uuid(request.resource_id, grants)
         events, head = self._feed_page(kb, request.after_sequence, request.limit)
+        if request.after_sequence > head:
+            # No sequence past the head was ever returned: a garbled or foreign cursor, which
+            # echoed back would hide every event until the log grew that far.
+            raise InvalidArgument(
+                f"after_sequence {request.after_sequence} is past the end of the log (its last "
+                f"sequence is {head}); resume from a next_sequence this tool returned, or from 0",
+                field="after_sequence",
+            )
         full = len(events) == request.limit
-        next_sequence = events[-1].sequence if full else max(head, request.after_sequence)
+        next_sequence = events[-1].sequence if full else head
         return PollResult(
             resource_type=request.resource_type,
             resource_id=str(kb),

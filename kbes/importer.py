@@ -31,12 +31,18 @@ class ImportReport:
 def parse_markdown(path: Path, text: str) -> tuple[str, str]:
     """Title from the first `# ` heading (that line is removed from the content), else the
     file name without its extension."""
+    heading, content = split_heading(text)
+    return heading or path.stem, content
+
+
+def split_heading(text: str) -> tuple[str | None, str]:
+    """The first `# ` heading, if any, and the text without that line and without leading or
+    trailing blank lines."""
     lines = text.splitlines()
     for i, line in enumerate(lines):
         if line.startswith("# ") and line[2:].strip():
-            content = "\n".join(lines[:i] + lines[i + 1 :]).strip("\n")
-            return line[2:].strip(), content
-    return path.stem, text.strip("\n")
+            return line[2:].strip(), "\n".join(lines[:i] + lines[i + 1 :]).strip("\n")
+    return None, text.strip("\n")
 
 
 def import_id(knowledge_base_id: UUID, relative_path: str) -> UUID:

@@ -1,0 +1,138 @@
+"""The people-side article commands read a file the way `kbes import` does, a save that changes
+nothing writes nothing, and the shell's rough edges (a cursor from nowhere, a string where a
+number belongs, a runaway seed range) get an error that names the fix."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from kbes.application import open_store
+from kbes.cli import main
+
+
+@pytest.fixture
+def runner(db_path: Path, monkeypatch: pytest.MonkeyPatch) -> CliRunner:
+    monkeypatch.setenv("KBES_DB", str(db_path))
+    return CliRunner()
+
+
+def ok(runner: CliRunner, *args: str) -> str:
+    result = runner.invoke(main, list(args), catch_exceptions=False)
+    assert result.exit_code == 0, result.output
+    return result.stdout
+
+
+def head(db_path: Path) -> int:
+    store = open_store(str(db_path))
+    try:
+        return store.recorder.max_notification_id() or 0
+    finally:
+        store.close()
+
+
+def read(runner: CliRunner, kb: str, article_id: str) -> dict:
+    return json.loads(
+        ok(runner, "tool", "read_knowledge_article", f"knowledge_base_id={kb}",
+           f"article_id={article_id}")
+    )  # fmt: skip
+
+
+def test_file_heading_is_the_title_as_in_import(runner: CliRunner, tmp_path: Path) -> None:
+    kb = ok(runner, "kb", "create", "Support").strip()
+    page = tmp_path / "refunds.md"
+    page.write_text("# Refunds and returns\n\nRefunds take 7 days.\n")
+    article_id = ok(runner, "article", "add", "--kb", kb, "--file", str(page), "--publish").strip()
+    got = read(runner, kb, article_id)
+    assert (got["title"], got["content"]) == ("Refunds and returns", "Refunds take 7 days.")
+
+    page.write_text("# Refunds and returns\n\nRefunds take 5 days.\n")
+    ok(runner, "article", "save", "--kb", kb, article_id, "--file", str(page),
+       "--title", "Refunds and returns")  # fmt: skip
+    got = read(runner, kb, article_id)
+    assert (got["title"], got["content"]) == ("Refunds and returns", "Refunds take 5 days.")
+
+    plain = tmp_path / "plain.txt"
+    plain.write_text("No heading here.\nSecond line.\n")
+    result = runner.invoke(main, ["article", "add", "--kb", kb, "--file", str(plain)])
+    assert result.exit_code == 2
+    assert "give the title with --title, or a --file with a `# ` heading" in result.output
+
+
+def test_a_save_that_changes_nothing_writes_nothing(
+    runner: CliRunner, db_path: Path, tmp_path: Path
+) -> None:
+    kb = ok(runner, "kb", "create", "Support").strip()
+    article_id = ok(runner, "article", "add", "--kb", kb, "--title", "Refunds", "--content",
+                    "body\n", "--publish").strip()  # fmt: skip
+    version = read(runner, kb, article_id)["updated_at"]
+    before = head(db_path)
+
+    result = runner.invoke(
+        main, ["article", "save", "--kb", kb, article_id, "--content", "body\n"],
+        catch_exceptions=False,
+    )  # fmt: skip
+    assert result.exit_code == 0
+    assert result.stdout.strip() == version
+    assert "unchanged" in result.stderr and "nothing written" in result.stderr
+    result = runner.invoke(main, ["article", "save", "--kb", kb, article_id, "--title", "Refunds"])
+    assert result.exit_code == 0 and result.stdout.strip() == version
+    assert head(db_path) == before
+
+    changed = ok(runner, "article", "save", "--kb", kb, article_id, "--content", "new body")
+    assert changed.strip() > version
+    assert head(db_path) == before + 1
+
+
+def test_file_dash_is_refused_by_name(runner: CliRunner) -> None:
+    kb = ok(runner, "kb", "create", "Support").strip()
+    result = runner.invoke(main, ["article", "add", "--kb", kb, "--title", "T", "--file", "-"])
+    assert result.exit_code == 2
+    assert "'--file': standard input is not read" in result.output
+    result = runner.invoke(main, ["article", "add", "--kb", kb, "--title", "T", "--file", "nope"])
+    assert result.exit_code == 2
+    assert "'--file': no file at nope" in result.output
+
+
+def test_poll_cursor_past_the_end_is_refused(runner: CliRunner, db_path: Path) -> None:
+    kb = ok(runner, "kb", "create", "Support").strip()
+    ok(runner, "article", "add", "--kb", kb, "--title", "A", "--content", "a", "--publish")
+    last = head(db_path)
+    args = ["tool", "poll_resource_events", "resource_type=knowledge_base", f"resource_id={kb}"]
+    page = json.loads(ok(runner, *args, f"after_sequence:={last}"))
+    assert page["events"] == [] and page["next_sequence"] == last
+
+    result = runner.invoke(main, [*args, f"after_sequence:={last + 1}"])
+    assert result.exit_code == 1
+    error = json.loads(result.stdout)
+    assert error["code"] == "invalid_argument" and error["field"] == "after_sequence"
+    assert f"its last sequence is {last}" in error["message"]
+    assert head(db_path) == last
+
+
+def test_a_string_where_json_belongs_gets_a_hint_on_stderr(runner: CliRunner) -> None:
+    kb = ok(runner, "kb", "create", "Support").strip()
+    result = runner.invoke(
+        main,
+        ["tool", "search_knowledge_base", f"knowledge_base_id={kb}", "query=refunds", "limit=5"],
+    )
+    assert result.exit_code == 1
+    assert json.loads(result.stdout)["field"] == "limit"  # stdout stays the agent's JSON
+    assert result.stderr == "hint: limit=5 passes a string; pass JSON as limit:=5\n"
+
+
+@pytest.mark.parametrize(
+    ("seeds", "message"),
+    [
+        ("1-100000000", "is more than 1,000 seeds"),
+        ("-3", "whole numbers >= 0"),
+        ("2-1", "whole numbers >= 0"),
+    ],
+)
+def test_seed_ranges_are_bounded(seeds: str, message: str) -> None:
+    result = CliRunner().invoke(main, ["sim", "day", "--seeds", seeds])
+    assert result.exit_code == 2
+    assert "--seeds" in result.output and message in result.output
