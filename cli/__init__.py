@@ -22,7 +22,8 @@ from kbes.cli.tool import tool
 def main() -> None:
     """kbes: an event-sourced knowledge-base store whose citations are version stamps.
 
-    Every command takes --db PATH (or KBES_DB); the default is ./kbes.sqlite.
+    Every command that works on a store takes --db PATH (or KBES_DB); the default is
+    ./kbes.sqlite. `kbes sim` and `kbes bench` build throwaway databases of their own.
     """
 
 

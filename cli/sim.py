@@ -35,8 +35,12 @@ from kbes.sims.plot import PlotUnavailable, plot_staleness, require_matplotlib
 F = TypeVar("F", bound=Callable[..., Any])
 
 
+MAX_SEEDS = 1_000
+"""A run of 100 seeds takes minutes; a typo such as 1-100000000 must not exhaust memory."""
+
+
 def parse_seeds(text: str) -> list[int]:
-    """`1-5`, `3`, `1,4,9` or `1-3,7`: distinct seeds in the order given."""
+    """`1-5`, `3`, `1,4,9` or `1-3,7`: distinct seeds (whole numbers >= 0) in the order given."""
     seeds: list[int] = []
     try:
         for part in text.split(","):
@@ -44,16 +48,28 @@ def parse_seeds(text: str) -> list[int]:
             if "-" in part[1:]:
                 low, high = part.split("-", 1)
                 first, last = int(low), int(high)
-                if last < first:
+                if last < first or first < 0:
                     raise ValueError
+                if len(seeds) + last - first + 1 > MAX_SEEDS:
+                    raise click.BadParameter(
+                        f"{text!r} is more than {MAX_SEEDS:,} seeds; run a smaller range "
+                        "(seeds 1-100 already take a few minutes)",
+                        param_hint="--seeds",
+                    )
                 seeds.extend(range(first, last + 1))
             else:
                 seeds.append(int(part))
+                if seeds[-1] < 0:
+                    raise ValueError
     except ValueError:
         raise click.BadParameter(
-            f"{text!r}: give seeds as 1-5, 3, or 1,4,9", param_hint="--seeds"
+            f"{text!r}: give seeds as whole numbers >= 0: 1-5, 3, or 1,4,9", param_hint="--seeds"
         ) from None
     unique = list(dict.fromkeys(seeds))
+    if len(unique) > MAX_SEEDS:
+        raise click.BadParameter(
+            f"{text!r} is more than {MAX_SEEDS:,} seeds; run a smaller range", param_hint="--seeds"
+        )
     if not unique:
         raise click.BadParameter("give at least one seed", param_hint="--seeds")
     return unique

@@ -53,8 +53,9 @@ def tool(name: str, arguments: tuple[str, ...], indent: bool, db: str) -> None:
 
     NAME is one of: search_knowledge_base, read_knowledge_article, edit_knowledge_article,
     poll_resource_events. ARGUMENTS follow HTTPie: key=value passes a string, key:=json passes
-    raw JSON, e.g.
+    raw JSON (numbers, so limit:=5), e.g.
 
+    \b
         kbes tool search_knowledge_base knowledge_base_id=ID query='reset password' limit:=5
 
     A tool error prints the error JSON (with its code), as an MCP client receives it in the
@@ -70,4 +71,11 @@ def tool(name: str, arguments: tuple[str, ...], indent: bool, db: str) -> None:
     text = json.dumps(result, ensure_ascii=False, indent=2 if indent else None)
     click.echo(text)
     if failed:
+        field = result.get("field")
+        if isinstance(args.get(field), str) and "got `str`" in result.get("message", ""):
+            # The JSON above is exactly the agent's; the shell-specific hint goes to stderr.
+            click.echo(
+                f"hint: {field}={args[field]} passes a string; pass JSON as {field}:={args[field]}",
+                err=True,
+            )
         sys.exit(1)
