@@ -291,6 +291,26 @@ class KbesMCP:
                 message=f"Unknown tool: {params.name}; this server has {', '.join(self.tools)}",
             )
         grants = self._caller_grants()
+        result = await self._run_call(ctx, params, tool, grants)
+        # One access line per call: who (the token's NAME from --tokens), which tool, and how
+        # it ended; never the arguments, which hold article text, nor the token.
+        outcome = "ok"
+        if not isinstance(result, types.CallToolResult):
+            outcome = "input required"
+        elif result.is_error:
+            first = result.content[0]
+            text = first.text if isinstance(first, types.TextContent) else "{}"
+            outcome = msgspec.json.decode(text).get("code", "error")
+        logger.info("%s called %s: %s", self._caller_name(), tool.name, outcome)
+        return result
+
+    async def _run_call(
+        self,
+        ctx: ServerRequestContext[Any],
+        params: types.CallToolRequestParams,
+        tool: Tool,
+        grants: Grants,
+    ) -> types.CallToolResult | types.InputRequiredResult:
         try:
             request = tool.parse(params.arguments)
         except KbesError as e:
@@ -316,6 +336,13 @@ class KbesMCP:
                 )
             )
         return ok_result(result)
+
+    def _caller_name(self) -> str:
+        """The NAME of the caller's token (HTTP with --tokens), else who the transport says."""
+        if self.tokens is None:
+            return "the client"
+        access = get_access_token()
+        return "an unknown token" if access is None else access.client_id
 
     def _caller_grants(self) -> Grants:
         """The server's grants, narrowed to the bearer token's over HTTP with --tokens."""

@@ -162,6 +162,9 @@ async def test_tokens_never_reach_the_log(data: Seed, server: HttpServer) -> Non
         )
     log = server.log()
     assert "POST /mcp" in log  # debug logging was on, requests were logged
+    # The token's NAME is what the log shows of the caller.
+    assert "alice called search_knowledge_base: ok" in log
+    assert "bob called poll_resource_events: ok" in log
     for secret in (ALICE, BOB, WRONG):
         assert secret not in log
         assert secret[-12:] not in log
