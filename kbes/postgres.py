@@ -75,6 +75,10 @@ _QUERY_SETTINGS = {
     "host": "POSTGRES_HOST",
 }
 
+_WHOLE_NUMBERS = {"pool_size", "max_overflow", "connect_timeout", "lock_timeout"}
+"""eventsourcing reads these with int(); checked here so the error names the URL parameter,
+not an environment variable the user never set."""
+
 
 def postgres_env(url: str, *, views: str | os.PathLike[str] | None = None) -> dict[str, str]:
     """The application environment for a store whose log lives at `url`
@@ -109,6 +113,11 @@ def postgres_env(url: str, *, views: str | os.PathLike[str] | None = None) -> di
         if key not in _QUERY_SETTINGS:
             known = ", ".join(sorted(_QUERY_SETTINGS))
             raise ValueError(f"unknown PostgreSQL URL parameter {key!r}; known: {known}")
+        if key in _WHOLE_NUMBERS and not (value.isascii() and value.isdigit()):
+            raise ValueError(
+                f"PostgreSQL URL parameter {key}={value!r} must be a whole number"
+                f"{' of seconds' if key.endswith('timeout') else ''}"
+            )
         settings[_QUERY_SETTINGS[key]] = value
     env = {**settings, **{f"KBES_{key}": value for key, value in settings.items()}}
     # eventsourcing insists on a user and a password setting; fall back as libpq would.

@@ -102,6 +102,8 @@ def test_url_becomes_eventsourcing_postgres_settings(monkeypatch: pytest.MonkeyP
         ("postgresql://u:p@host:5432/", "names no database"),
         ("postgresql://u:p@host:99999/db", "bad port"),
         ("postgresql://u:p@host/db?sslmode=require", "unknown PostgreSQL URL parameter"),
+        ("postgresql://u:p@host/db?pool_size=abc", "pool_size='abc' must be a whole number"),
+        ("postgresql://u:p@host/db?connect_timeout=1.5", "whole number of seconds"),
     ],
 )
 def test_bad_url_is_a_clear_error(url: str, words: str) -> None:
