@@ -5,92 +5,23 @@ audit could not run (bad citations file, bad flag, unreadable database or log)."
 
 from __future__ import annotations
 
-import os
-from collections.abc import Iterator
-from contextlib import contextmanager
 from datetime import datetime
 
 import click
 import msgspec
 from click.core import ParameterSource
 
-from kbes.application import KnowledgeBaseStore
 from kbes.audit import CLASSES, AuditReport, CitationsFormatError, audit, parse_citations
 from kbes.cli.options import existing_db_option, json_option, print_table, store_at
 from kbes.clock import parse_timestamp
 from kbes.history import History, StoreSource
 from kbes.log_export import LogFormatError, LogSource
-from kbes.urls import redact
 
 
 class AuditInputError(click.ClickException):
     """The audit could not run; exit code 2 keeps it apart from a `--fail-on` finding (1)."""
 
     exit_code = 2
-
-
-POSTGRES_SCHEMES = ("postgresql://", "postgres://")
-
-
-@contextmanager
-def existing_store(db: str, *, instead: str = "") -> Iterator[KnowledgeBaseStore]:
-    """Open an existing database only: auditing or exporting a mistyped path must not create
-    an empty database (or, in PostgreSQL, kbes's tables in some other database) and report
-    that it holds nothing. `instead` names another way to run the command, for the message."""
-    alternative = f", or {instead}" if instead else ""
-    if db.lower().startswith(POSTGRES_SCHEMES):
-        require_postgres_log(db, alternative)
-    elif db != ":memory:" and not db.startswith("file:") and not os.path.isfile(db):
-        raise AuditInputError(
-            f"no kbes database at {db!r}; pass --db PATH (or set KBES_DB) to an existing "
-            f"database{alternative}"
-        )
-    with store_at(db) as store:
-        yield store
-
-
-def require_postgres_log(url: str, alternative: str) -> None:
-    """Refuse a PostgreSQL database that cannot be reached or holds no kbes log, before
-    `open_store` would create the log's tables there. One direct connection: psycopg says at
-    once why it fails (e.g. no such database), where the store's pool retries for 30 s."""
-    import psycopg
-    from psycopg import sql
-
-    from kbes.postgres import postgres_env
-
-    try:
-        env = {**os.environ, **postgres_env(url)}
-    except ValueError as e:
-        raise AuditInputError(f"--db: {e}") from None
-
-    def setting(key: str, default: str = "") -> str:
-        # As eventsourcing reads them: the application's prefixed key first.
-        return env.get(f"{KnowledgeBaseStore.name.upper()}_{key}", env.get(key, default))
-
-    schema = setting("POSTGRES_SCHEMA").strip() or "public"
-    table = f"{KnowledgeBaseStore.name.lower()}_events"
-    try:
-        with psycopg.connect(
-            dbname=setting("POSTGRES_DBNAME"),
-            host=setting("POSTGRES_HOST"),
-            port=setting("POSTGRES_PORT"),
-            user=setting("POSTGRES_USER"),
-            password=setting("POSTGRES_PASSWORD"),
-            connect_timeout=max(1, round(float(setting("POSTGRES_CONNECT_TIMEOUT", "5")))),
-        ) as conn:
-            name = sql.Identifier(schema, table).as_string(conn)
-            row = conn.execute("SELECT to_regclass(%s) IS NOT NULL", (name,)).fetchone()
-    except (psycopg.Error, ValueError) as e:
-        message = str(e).strip().replace(url, redact(url))
-        raise AuditInputError(
-            f"cannot open database {redact(url)!r} (--db / KBES_DB): {message}"
-        ) from None
-    if not (row and row[0]):
-        raise AuditInputError(
-            f"no kbes log in database {redact(url)!r} (it has no table {schema}.{table}); "
-            "pass --db (or set KBES_DB) to the URL of the database kbes writes its log to"
-            f"{alternative}"
-        )
 
 
 AUDIT_LOG_INSTEAD = "audit an exported log with --log EVENTS.jsonl"
@@ -191,7 +122,7 @@ def audit_command(
         if log_path is not None:
             report = audit(entries, History(LogSource.from_path(log_path)), instant)
         else:
-            with existing_store(db, instead=AUDIT_LOG_INSTEAD) as store:
+            with store_at(db, instead=AUDIT_LOG_INSTEAD) as store:
                 report = audit(entries, History(StoreSource(store)), instant)
     except LogFormatError as e:
         raise AuditInputError(f"--log: {e}") from None

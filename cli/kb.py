@@ -5,7 +5,7 @@ from __future__ import annotations
 import click
 
 from kbes.application import KnowledgeBaseStore
-from kbes.cli.options import json_option, print_json, print_table, with_store
+from kbes.cli.options import json_option, print_json, print_table, with_new_store, with_store
 
 
 @click.group()
@@ -16,9 +16,10 @@ def kb() -> None:
 @kb.command("create")
 @click.argument("name")
 @json_option
-@with_store
+@with_new_store
 def create(store: KnowledgeBaseStore, name: str, as_json: bool) -> None:
-    """Create a knowledge base called NAME and print its id."""
+    """Create a knowledge base called NAME and print its id (and the database, if new: the one
+    command that creates it, so a mistyped --db elsewhere is an error, not an empty store)."""
     kb_id = store.create_knowledge_base(name)
     if as_json:
         print_json({"knowledge_base_id": str(kb_id), "name": name.strip()})

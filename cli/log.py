@@ -9,8 +9,7 @@ import click
 from eventsourcing.application import AggregateNotFoundError
 
 from kbes.application import KnowledgeBaseStore
-from kbes.cli.audit import existing_store
-from kbes.cli.options import existing_db_option
+from kbes.cli.options import existing_db_option, store_at
 from kbes.knowledge_base import KnowledgeBase
 from kbes.log_export import export_log
 
@@ -44,7 +43,7 @@ def export(db: str, kb: str | None, after: int, output: IO[bytes]) -> None:
     answers `kbes audit CITATIONS --db` gives. Exports made with --after N can be appended to
     an earlier one (`>> events.jsonl`).
     """
-    with existing_store(db) as store:
+    with store_at(db, instead="") as store:
         knowledge_base_id = None
         if kb is not None:
             knowledge_base_id = _knowledge_base(store, kb)

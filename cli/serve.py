@@ -12,7 +12,7 @@ import anyio
 import click
 
 from kbes.application import Grants, KnowledgeBaseStore
-from kbes.cli.options import db_option, store_at
+from kbes.cli.options import existing_db_option, store_at
 from kbes.history_tools import HISTORY_TOOLS
 from kbes.prelude import (
     Answers,
@@ -36,7 +36,7 @@ LOG_LEVELS = ("debug", "info", "warning", "error")
 
 
 @click.command("serve")
-@db_option
+@existing_db_option
 @click.option(
     "--grant",
     "grant_ids",

@@ -9,7 +9,7 @@ from typing import Any
 import click
 import msgspec
 
-from kbes.cli.options import db_option, store_at
+from kbes.cli.options import existing_db_option, store_at
 from kbes.errors import KbesError
 from kbes.tools import TOOLS, call_tool
 
@@ -47,7 +47,7 @@ def parse_arguments(pairs: tuple[str, ...]) -> dict[str, Any]:
 @click.argument("name", type=click.Choice(sorted(TOOLS)), metavar="NAME")
 @click.argument("arguments", nargs=-1, type=click.UNPROCESSED)
 @click.option("--indent", is_flag=True, help="Pretty-print the JSON.")
-@db_option
+@existing_db_option
 def tool(name: str, arguments: tuple[str, ...], indent: bool, db: str) -> None:
     """Call the agent tool NAME with ARGUMENTS and print its JSON result.
 

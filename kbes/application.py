@@ -548,11 +548,11 @@ def _require_title(title: str) -> str:
     return title
 
 
+GRANTS_HINT = "check the id against the citation or the list of granted knowledge bases"
+
+
 def _no_knowledge_base(knowledge_base_id: object) -> str:
-    return (
-        f"no knowledge base {knowledge_base_id} is available here; "
-        "check the id against the citation or the list of granted knowledge bases"
-    )
+    return f"no knowledge base {knowledge_base_id} is available here; {GRANTS_HINT}"
 
 
 def _no_article(article_id: object) -> str:

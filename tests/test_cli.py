@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import sqlite3
 from pathlib import Path
 
 import pytest
@@ -238,6 +239,7 @@ def test_rebuild_reproduces_the_views(runner: CliRunner, docs: Path, db_path: Pa
 
 
 def test_errors_name_the_fix(runner: CliRunner) -> None:
+    ok(runner, "kb", "create", "Support")
     result = runner.invoke(main, ["article", "add", "--kb", "nope", "--title", "T"])
     assert result.exit_code == 2
     assert "--content TEXT or --file PATH" in result.output
@@ -259,8 +261,26 @@ def test_every_command_has_help(runner: CliRunner) -> None:
         assert runner.invoke(main, [*path, "--help"]).exit_code == 0
 
 
-READ_ONLY = {("audit",), ("log", "export")}
-"""The commands that read a database and must not create one."""
+CREATING = ("kb", "create")
+"""The one command that creates a database; every other one needs an existing database."""
+
+SOME_ID = "00000000-0000-0000-0000-000000000001"
+NEEDS_DB = {
+    ("audit",): ["CITATIONS"],
+    ("log", "export"): [],
+    ("kb", "list"): [],
+    ("article", "add"): ["--kb", SOME_ID, "--title", "T", "--content", "c"],
+    ("article", "save"): ["--kb", SOME_ID, SOME_ID, "--content", "c"],
+    ("article", "publish"): ["--kb", SOME_ID, SOME_ID],
+    ("article", "unpublish"): ["--kb", SOME_ID, SOME_ID],
+    ("article", "list"): ["--kb", SOME_ID],
+    ("import",): ["FOLDER", "--kb", SOME_ID],
+    ("events",): ["--kb", SOME_ID],
+    ("tool",): ["read_knowledge_article", f"knowledge_base_id={SOME_ID}", f"article_id={SOME_ID}"],
+    ("rebuild",): [],
+    ("serve",): ["--grant-all"],
+}
+"""Every command but `kb create`, with arguments that get it as far as opening the database."""
 
 
 def db_commands() -> dict[tuple[str, ...], str]:
@@ -281,26 +301,27 @@ def db_commands() -> dict[tuple[str, ...], str]:
 
 def test_db_help_says_whether_a_missing_database_is_created() -> None:
     commands = db_commands()
-    assert len(commands) > len(READ_ONLY) and set(commands) >= READ_ONLY
-    must_exist = "--db FILE The kbes database to read, which must exist (nothing is created)"
+    assert set(commands) == {CREATING, *NEEDS_DB}
+    must_exist = "--db FILE The kbes database, which must exist (nothing is created)"
     created = "--db FILE The kbes database: a SQLite file (created if missing)"
     for path, text in commands.items():
-        if path in READ_ONLY:
+        if path == CREATING:
+            assert created in text, path
+        else:
             assert must_exist in text, path
             assert "created if missing" not in text, path
-        else:
-            assert created in text, path
         assert "postgresql://user:password@host:port/dbname" in text, path
         assert "[env var: KBES_DB; default: kbes.sqlite]" in text, path
 
 
-@pytest.mark.parametrize("path", sorted(READ_ONLY))
-def test_read_only_commands_refuse_a_missing_database(
-    tmp_path: Path, path: tuple[str, ...]
-) -> None:
+@pytest.mark.parametrize("path", sorted(NEEDS_DB))
+def test_commands_refuse_a_missing_database(tmp_path: Path, path: tuple[str, ...]) -> None:
     citations = tmp_path / "citations.jsonl"
     citations.write_text("")
-    args = [*path, str(citations)] if path == ("audit",) else list(path)
+    folder = tmp_path / "docs"
+    folder.mkdir()
+    given = {"CITATIONS": str(citations), "FOLDER": str(folder)}
+    args = [*path, *(given.get(arg, arg) for arg in NEEDS_DB[path])]
     for how in ("--db", "KBES_DB"):
         missing = tmp_path / f"missing-{how}.sqlite"
         if how == "--db":
@@ -313,12 +334,47 @@ def test_read_only_commands_refuse_a_missing_database(
         assert "pass --db PATH (or set KBES_DB) to an existing database" in result.stderr
         if path == ("audit",):
             assert "or audit an exported log with --log EVENTS.jsonl" in result.stderr
+        elif path != ("log", "export"):
+            assert "or create one with `kbes kb create NAME`" in result.stderr
         assert not missing.exists()
 
 
-def test_other_commands_create_a_missing_database(tmp_path: Path) -> None:
-    for path in (["kb", "list"], ["rebuild"]):
-        missing = tmp_path / f"{'-'.join(path)}.sqlite"
-        result = CliRunner().invoke(main, [*path, "--db", str(missing)])
-        assert result.exit_code == 0, result.output
-        assert missing.is_file(), path
+def test_only_kb_create_creates_a_database(tmp_path: Path) -> None:
+    new = tmp_path / "new.sqlite"
+    result = CliRunner().invoke(main, ["kb", "create", "Support", "--db", str(new)])
+    assert result.exit_code == 0, result.output
+    assert new.is_file()
+    result = CliRunner().invoke(main, ["kb", "list", "--db", str(new)])
+    assert result.exit_code == 0 and "Support" in result.stdout
+
+
+def test_a_database_of_another_kind_is_refused_and_left_alone(tmp_path: Path) -> None:
+    other = tmp_path / "other.db"
+    with sqlite3.connect(other) as db:
+        db.execute("CREATE TABLE notes (body TEXT)")
+    junk = tmp_path / "junk.db"
+    junk.write_text("not a database\n")
+    cases = [
+        (["kb", "create", "X", "--db", str(other)], "is a SQLite database without a kbes log"),
+        (["kb", "list", "--db", str(other)], "is a SQLite database without a kbes log"),
+        (["kb", "list", "--db", str(junk)], "file is not a database"),
+        (["kb", "list", "--db", "mysql://u@h/x"], "a SQLite file or in PostgreSQL"),
+    ]
+    for args, message in cases:
+        result = CliRunner().invoke(main, args)
+        assert result.exit_code == 2, (args, result.output)
+        assert message in result.stderr, args
+    with sqlite3.connect(other) as db:
+        tables = {row[0] for row in db.execute("SELECT name FROM sqlite_master")}
+    assert tables == {"notes"}
+    assert junk.read_text() == "not a database\n"
+
+
+def test_not_found_at_the_shell_points_at_kb_list(runner: CliRunner) -> None:
+    ok(runner, "kb", "create", "Support")
+    result = runner.invoke(main, ["article", "list", "--kb", SOME_ID])
+    assert result.exit_code == 1
+    assert result.stderr == (
+        f"Error: not_found: no knowledge base {SOME_ID} is available here; "
+        "`kbes kb list` shows this database's\n"
+    )

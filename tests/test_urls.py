@@ -18,7 +18,8 @@ def test_redact() -> None:
 
 def test_unreachable_database_error_hides_the_password() -> None:
     url = "postgresql://kb:s3cret@127.0.0.1:9/kb?connect_timeout=1"
-    result = CliRunner().invoke(main, ["kb", "list", "--db", url])
-    assert result.exit_code == 1
-    assert "s3cret" not in result.output
-    assert "cannot open database 'postgresql://kb:***@127.0.0.1:9/kb" in result.output
+    for command in (["kb", "list"], ["kb", "create", "Support"]):
+        result = CliRunner().invoke(main, [*command, "--db", url])
+        assert result.exit_code == 2, command  # the database is unusable: a usage error
+        assert "s3cret" not in result.output
+        assert "cannot open database 'postgresql://kb:***@127.0.0.1:9/kb" in result.output
