@@ -44,7 +44,6 @@ class Views(SQLiteTrackingRecorder):
             *super().construct_create_table_statements(),
             *articles.SCHEMA,
             search.SCHEMA,
-            *search.UPKEEP_SCHEMA,
         ]
 
     def create_table(self) -> None:
@@ -167,9 +166,6 @@ class Views(SQLiteTrackingRecorder):
                 "INSERT INTO search_index (rowid, title, content) "
                 "SELECT seq, title, content FROM view_articles WHERE status = 'published'"
             )
-            # The bulk insert leaves several b-trees; searches read one after this (1,000 ms
-            # for 100,000 articles, against ~15 s for the insert).
-            search.optimize(c)
             self._set_search_position(c, position)
 
     def drop(self) -> None:
@@ -283,7 +279,6 @@ def _recreate_search_index(c: SQLiteCursor) -> None:
     stored document again to remove its terms."""
     c.execute("DROP TABLE IF EXISTS search_index")
     c.execute(search.SCHEMA)
-    search.reset_upkeep(c)
 
 
 def read_items(
