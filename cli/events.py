@@ -9,6 +9,7 @@ import msgspec
 
 from kbes.application import KnowledgeBaseStore
 from kbes.cli.options import json_option, print_table, with_store
+from kbes.errors import InvalidArgument
 from kbes.wire import PollRequest
 
 
@@ -39,9 +40,18 @@ def events(
     cursor = after
     header = not as_json
     while True:
-        page = store.poll(
-            PollRequest(resource_type="knowledge_base", resource_id=kb, after_sequence=cursor)
-        )
+        request = PollRequest(resource_type="knowledge_base", resource_id=kb, after_sequence=cursor)
+        try:
+            page = store.poll(request)
+        except InvalidArgument as e:
+            if e.details.get("field") != "after_sequence":
+                raise
+            head = store.recorder.max_notification_id() or 0
+            raise click.BadParameter(
+                f"{after} is past the end of the log (its last sequence is {head}); give a "
+                "sequence this command printed, or 0",
+                param_hint="--after",
+            ) from None
         if as_json:
             for event in page.events:
                 click.echo(msgspec.json.encode(event).decode())

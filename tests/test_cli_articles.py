@@ -112,6 +112,14 @@ def test_poll_cursor_past_the_end_is_refused(runner: CliRunner, db_path: Path) -
     assert f"its last sequence is {last}" in error["message"]
     assert head(db_path) == last
 
+    result = runner.invoke(main, ["events", "--kb", kb, "--after", str(last + 5)])
+    assert result.exit_code == 2
+    assert (
+        f"Invalid value for --after: {last + 5} is past the end of the log (its last "
+        f"sequence is {last})"
+    ) in result.stderr
+    assert "sequence" in ok(runner, "events", "--kb", kb, "--after", str(last))
+
 
 def test_a_string_where_json_belongs_gets_a_hint_on_stderr(runner: CliRunner) -> None:
     kb = ok(runner, "kb", "create", "Support").strip()
