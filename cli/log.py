@@ -12,6 +12,7 @@ from kbes.application import KnowledgeBaseStore
 from kbes.cli.options import existing_db_option, store_at
 from kbes.knowledge_base import KnowledgeBase
 from kbes.log_export import export_log
+from kbes.wire import MAX_SEQUENCE
 
 
 @click.group("log")
@@ -26,7 +27,7 @@ def log() -> None:
     "--after",
     default=0,
     show_default=True,
-    type=click.IntRange(min=0),
+    type=click.IntRange(min=0, max=MAX_SEQUENCE),
     help="Only events after this sequence (append to an earlier export).",
 )
 @click.option(

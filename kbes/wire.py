@@ -9,6 +9,9 @@ from typing import Annotated
 import msgspec
 from msgspec import UNSET, Meta, UnsetType
 
+MAX_SEQUENCE = 2**63 - 1
+"""The largest notification id SQLite and PostgreSQL can store (a signed 64-bit integer)."""
+
 
 class Wire(msgspec.Struct, kw_only=True, frozen=True):
     """Base of every wire type."""
@@ -114,6 +117,7 @@ class PollRequest(Request):
         int,
         Meta(
             ge=0,
+            le=MAX_SEQUENCE,
             description="Return events after this sequence: 0, or the last next_sequence.",
         ),
     ] = 0
