@@ -13,13 +13,22 @@ def kb() -> None:
     """Create and list knowledge bases."""
 
 
+def _name(ctx: click.Context, param: click.Parameter, value: str) -> str:
+    # Checked before the database is opened, so a refused name creates no database either.
+    if not value.strip():
+        raise click.BadParameter("a knowledge base needs a non-empty name", ctx=ctx, param=param)
+    return value
+
+
 @kb.command("create")
-@click.argument("name")
+@click.argument("name", callback=_name)
 @json_option
 @with_new_store
 def create(store: KnowledgeBaseStore, name: str, as_json: bool) -> None:
-    """Create a knowledge base called NAME and print its id (and the database, if new: the one
-    command that creates it, so a mistyped --db elsewhere is an error, not an empty store)."""
+    """Create a knowledge base called NAME and print its id.
+
+    Creates the database too if it does not exist yet (and says so on stderr): this is the one
+    command that does, so a mistyped --db anywhere else is an error, not an empty store."""
     kb_id = store.create_knowledge_base(name)
     if as_json:
         print_json({"knowledge_base_id": str(kb_id), "name": name.strip()})

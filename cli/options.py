@@ -88,13 +88,14 @@ def require_database(db: str, *, create: bool = False, instead: str = CREATE_INS
     tables = _sqlite_tables(db) if os.path.isfile(db) else None
     if tables and "stored_events" not in tables:
         raise NoDatabase(
-            f"{db!r} is a SQLite database without a kbes log (it holds other tables); pass "
-            "--db PATH (or set KBES_DB) to a kbes database, or to a new file for a new one"
+            f"{db!r} is a SQLite database without a kbes log (it holds other tables); point "
+            "--db at a kbes database, or at a new file for a new one"
         )
     if not create and not tables:
+        what = "an empty database file" if tables is not None else "no kbes database"
         raise NoDatabase(
-            f"no kbes database at {db!r}; pass --db PATH (or set KBES_DB) to an existing "
-            f"database{alternative}"
+            f"{what} at {db!r}; pass --db PATH (or set KBES_DB) to an existing database"
+            f"{alternative}"
         )
 
 
@@ -173,7 +174,9 @@ def store_at(
         yield store
     except KbesError as e:
         # The agent-facing hint about grants means nothing at a shell, where there are none.
-        message = e.message.replace(GRANTS_HINT, "`kbes kb list` shows this database's")
+        message = e.message.replace(
+            GRANTS_HINT, "`kbes kb list` shows the knowledge bases in this database"
+        )
         raise click.ClickException(f"{e.code}: {message}") from None
     finally:
         store.close()
@@ -192,15 +195,26 @@ def with_store(func: F) -> F:
 
 
 def with_new_store(func: F) -> F:
-    """Add `--db` and pass an open `store` to the command, creating the database if missing."""
+    """Add `--db` and pass an open `store` to the command, creating the database if missing
+    (and saying so on stderr, so a mistyped path shows at once)."""
 
     @db_option
     @functools.wraps(func)
     def wrapper(*args: Any, db: str, **kwargs: Any) -> Any:
+        new = not db.lower().startswith(POSTGRES_SCHEMES) and not _sqlite_has_log(db)
         with store_at(db, create=True) as store:
-            return func(*args, store=store, **kwargs)
+            result = func(*args, store=store, **kwargs)
+        if new:
+            click.echo(f"created the kbes database {db}", err=True)
+        return result
 
     return wrapper  # type: ignore[return-value]
+
+
+def _sqlite_has_log(db: str) -> bool:
+    if db == ":memory:" or db.startswith("file:") or not os.path.isfile(db):
+        return False
+    return "stored_events" in _sqlite_tables(db)
 
 
 def print_json(data: Any) -> None:

@@ -18,6 +18,7 @@ import msgspec
 from click.core import ParameterSource
 
 from kbes import open_store
+from kbes.cli.options import require_database
 from kbes.sims import bench, report
 from kbes.sims.agent import SimulationError
 from kbes.sims.day import DayParameters
@@ -63,7 +64,8 @@ def parse_seeds(text: str) -> list[int]:
                     raise ValueError
     except ValueError:
         raise click.BadParameter(
-            f"{text!r}: give seeds as whole numbers >= 0: 1-5, 3, or 1,4,9", param_hint="--seeds"
+            f"{text!r}: give seeds as whole numbers >= 0, ranges going upward: 1-5, 3, or 1,4,9",
+            param_hint="--seeds",
         ) from None
     unique = list(dict.fromkeys(seeds))
     if len(unique) > MAX_SEEDS:
@@ -119,9 +121,9 @@ def common_options(func: F) -> F:
             "db",
             type=click.Path(dir_okay=False, path_type=Path),
             default=None,
-            help="Run inside this SQLite file (kept; each run is its own knowledge base) "
-            "instead of a fresh temporary file per run. Not KBES_DB: a simulation never "
-            "writes to your store unless you name it here.",
+            help="Run inside this SQLite file (created if missing, kept; each run is its own "
+            "knowledge base) instead of a fresh temporary file per run. Not KBES_DB: a "
+            "simulation never writes to your store unless you name it here.",
         ),
         click.option(
             "--keep",
@@ -383,7 +385,9 @@ def _execute(
 
 
 def _check_db(db: Path) -> None:
-    """Open (creating if needed) the --db file once, so a bad path fails before any run."""
+    """Open (creating if needed) the --db file once, so a bad path fails before any run; a
+    SQLite file of some other program is refused, as every kbes command refuses it."""
+    require_database(str(db), create=True)
     try:
         open_store(db, synchronous="NORMAL").close()
     except Exception as e:

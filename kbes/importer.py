@@ -37,12 +37,12 @@ def parse_markdown(path: Path, text: str) -> tuple[str, str]:
 
 def split_heading(text: str) -> tuple[str | None, str]:
     """The first `# ` heading, if any, and the text without that line and without leading or
-    trailing blank lines."""
-    lines = text.splitlines()
+    trailing blank lines (or a UTF-8 byte-order mark, which some editors write first)."""
+    lines = text.removeprefix("\ufeff").splitlines()
     for i, line in enumerate(lines):
         if line.startswith("# ") and line[2:].strip():
             return line[2:].strip(), "\n".join(lines[:i] + lines[i + 1 :]).strip("\n")
-    return None, text.strip("\n")
+    return None, text.removeprefix("\ufeff").strip("\n")
 
 
 def import_id(knowledge_base_id: UUID, relative_path: str) -> UUID:

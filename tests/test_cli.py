@@ -21,7 +21,7 @@ def runner(db_path: Path, monkeypatch: pytest.MonkeyPatch) -> CliRunner:
 def ok(runner: CliRunner, *args: str) -> str:
     result = runner.invoke(main, list(args), catch_exceptions=False)
     assert result.exit_code == 0, result.output
-    return result.output
+    return result.stdout
 
 
 def tool(runner: CliRunner, name: str, *args: str) -> tuple[int, dict]:
@@ -376,5 +376,5 @@ def test_not_found_at_the_shell_points_at_kb_list(runner: CliRunner) -> None:
     assert result.exit_code == 1
     assert result.stderr == (
         f"Error: not_found: no knowledge base {SOME_ID} is available here; "
-        "`kbes kb list` shows this database's\n"
+        "`kbes kb list` shows the knowledge bases in this database\n"
     )

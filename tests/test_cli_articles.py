@@ -5,6 +5,7 @@ number belongs, a runaway seed range) get an error that names the fix."""
 from __future__ import annotations
 
 import json
+import sqlite3
 from pathlib import Path
 
 import pytest
@@ -144,3 +145,59 @@ def test_seed_ranges_are_bounded(seeds: str, message: str) -> None:
     result = CliRunner().invoke(main, ["sim", "day", "--seeds", seeds])
     assert result.exit_code == 2
     assert "--seeds" in result.output and message in result.output
+
+
+def test_a_byte_order_mark_does_not_hide_the_heading(runner: CliRunner, tmp_path: Path) -> None:
+    kb = ok(runner, "kb", "create", "Support").strip()
+    page = tmp_path / "bom.md"
+    page.write_bytes("\ufeff# Refunds\n\nBody.\n".encode())
+    article_id = ok(runner, "article", "add", "--kb", kb, "--file", str(page), "--publish").strip()
+    got = read(runner, kb, article_id)
+    assert (got["title"], got["content"]) == ("Refunds", "Body.")
+    folder = tmp_path / "docs"
+    folder.mkdir()
+    (folder / "bom.md").write_bytes(page.read_bytes())
+    ok(runner, "import", str(folder), "--kb", kb, "--publish")
+    titles = json.loads(ok(runner, "article", "list", "--kb", kb, "--json"))
+    assert sorted(a["title"] for a in titles) == ["Refunds", "Refunds"]
+
+
+def test_a_refused_name_creates_no_database(tmp_path: Path) -> None:
+    new = tmp_path / "new.sqlite"
+    result = CliRunner().invoke(main, ["kb", "create", "  ", "--db", str(new)])
+    assert result.exit_code == 2
+    assert "a knowledge base needs a non-empty name" in result.stderr
+    assert not new.exists()
+    result = CliRunner().invoke(main, ["kb", "create", "Support", "--db", str(new)])
+    assert result.exit_code == 0
+    assert result.stderr == f"created the kbes database {new}\n"
+    result = CliRunner().invoke(main, ["kb", "create", "Billing", "--db", str(new)])
+    assert result.exit_code == 0 and result.stderr == ""
+
+
+def test_a_sequence_beyond_64_bits_is_an_invalid_argument(runner: CliRunner) -> None:
+    kb = ok(runner, "kb", "create", "Support").strip()
+    huge = str(2**64)
+    result = runner.invoke(main, ["tool", "poll_resource_events", "resource_type=knowledge_base",
+                                  f"resource_id={kb}", f"after_sequence:={huge}"])  # fmt: skip
+    assert result.exit_code == 1
+    error = json.loads(result.stdout)
+    assert (error["code"], error["field"]) == ("invalid_argument", "after_sequence")
+    for command in (["events", "--kb", kb], ["log", "export"]):
+        result = runner.invoke(main, [*command, "--after", huge])
+        assert result.exit_code == 2
+        assert "is not in the range 0<=x<=9223372036854775807" in result.stderr
+
+
+def test_sim_refuses_another_programs_database(tmp_path: Path) -> None:
+    other = tmp_path / "other.db"
+    with sqlite3.connect(other) as db:
+        db.execute("CREATE TABLE notes (body TEXT)")
+    result = CliRunner().invoke(
+        main, ["sim", "staleness", "--seeds", "1", "--articles", "20", "--questions", "3",
+               "--saves", "3", "--hours", "1", "--db", str(other)],
+    )  # fmt: skip
+    assert result.exit_code == 2
+    assert "is a SQLite database without a kbes log" in result.stderr
+    with sqlite3.connect(other) as db:
+        assert {r[0] for r in db.execute("SELECT name FROM sqlite_master")} == {"notes"}

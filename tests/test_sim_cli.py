@@ -195,8 +195,9 @@ def test_a_db_that_is_not_a_database_is_refused_before_any_run(tmp_path: Path) -
     not_a_db = tmp_path / "notes.txt"
     not_a_db.write_text("not a database, and long enough for SQLite to notice that it is not\n")
     result = CliRunner().invoke(sim, ["cost", "--db", str(not_a_db)])
-    assert result.exit_code == 1
-    assert "cannot use --db" in result.output
+    assert result.exit_code == 2  # as every kbes command refuses it
+    assert f"cannot open database {str(not_a_db)!r} (--db" in result.output
+    assert "file is not a database" in result.output
     assert not_a_db.read_text().startswith("not a database")
 
 
