@@ -6,6 +6,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from click.testing import CliRunner
 
 from kbes import KnowledgeBaseStore, open_store
 
@@ -25,3 +26,10 @@ def store(db_path: Path) -> Iterator[KnowledgeBaseStore]:
 @pytest.fixture
 def kb(store: KnowledgeBaseStore) -> str:
     return str(store.create_knowledge_base("Support"))
+
+
+@pytest.fixture
+def runner(db_path: Path, monkeypatch: pytest.MonkeyPatch) -> CliRunner:
+    """A CLI runner whose commands use this test's database (through KBES_DB)."""
+    monkeypatch.setenv("KBES_DB", str(db_path))
+    return CliRunner()

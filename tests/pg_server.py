@@ -19,6 +19,7 @@ import shutil
 import socket
 import subprocess
 import tempfile
+from collections.abc import Iterator
 from pathlib import Path
 from urllib.parse import urlsplit
 
@@ -172,3 +173,18 @@ class PgServer:
         if check and result.returncode != 0:
             raise RuntimeError(f"{binary} failed ({result.returncode}): {result.stderr}")
         return result
+
+
+def running_pg() -> Iterator[PgServer]:
+    """The body of a module's `pg` fixture: a throwaway cluster, or a skip with the reason."""
+    import pytest
+
+    server = PgServer()
+    try:
+        server.start()
+    except PgUnavailable as reason:
+        pytest.skip(str(reason))
+    try:
+        yield server
+    finally:
+        server.stop()

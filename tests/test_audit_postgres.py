@@ -22,7 +22,7 @@ import pytest
 pytest.importorskip("psycopg", reason="psycopg is not installed: pip install 'kbes[postgres]'")
 
 import psycopg
-from pg_server import PgServer, PgUnavailable
+from pg_server import PgServer, running_pg
 from test_audit import (  # noqa: F401  (collected here, run against this module's `world`)
     World,
     build,
@@ -44,15 +44,7 @@ UUID_PATTERN = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9
 
 @pytest.fixture(scope="module")
 def pg() -> Iterator[PgServer]:
-    server = PgServer()
-    try:
-        server.start()
-    except PgUnavailable as reason:
-        pytest.skip(str(reason))
-    try:
-        yield server
-    finally:
-        server.stop()
+    yield from running_pg()
 
 
 @pytest.fixture(scope="module")

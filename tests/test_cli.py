@@ -7,21 +7,10 @@ import sqlite3
 from pathlib import Path
 
 import pytest
+from cli_harness import ok
 from click.testing import CliRunner
 
 from kbes.cli import main
-
-
-@pytest.fixture
-def runner(db_path: Path, monkeypatch: pytest.MonkeyPatch) -> CliRunner:
-    monkeypatch.setenv("KBES_DB", str(db_path))
-    return CliRunner()
-
-
-def ok(runner: CliRunner, *args: str) -> str:
-    result = runner.invoke(main, list(args), catch_exceptions=False)
-    assert result.exit_code == 0, result.output
-    return result.stdout
 
 
 def tool(runner: CliRunner, name: str, *args: str) -> tuple[int, dict]:

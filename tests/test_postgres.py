@@ -22,7 +22,7 @@ pytest.importorskip("psycopg", reason="psycopg is not installed: pip install 'kb
 
 import psycopg
 from eventsourcing.persistence import IntegrityError
-from pg_server import PgServer, PgUnavailable
+from pg_server import PgServer, running_pg
 from psycopg import sql
 from racers import RACERS, one_retried_edit, rival_writers, run_racers
 
@@ -37,15 +37,7 @@ EVENTS_TABLE = "kbes_events"
 
 @pytest.fixture(scope="module")
 def pg() -> Iterator[PgServer]:
-    server = PgServer()
-    try:
-        server.start()
-    except PgUnavailable as reason:
-        pytest.skip(str(reason))
-    try:
-        yield server
-    finally:
-        server.stop()
+    yield from running_pg()
 
 
 @pytest.fixture
