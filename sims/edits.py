@@ -27,6 +27,7 @@ from kbes import KbesError, format_timestamp
 from kbes.sims.agent import Agent, Cited, SimulationError
 from kbes.sims.day import HOUR, Day, Question
 from kbes.sims.people import People
+from kbes.sims.timeline import play_day
 
 DEFAULT_DELAYS = ("20s", "15min", "1h", "4h")
 DEFAULT_PER_SEED = 30
@@ -118,24 +119,25 @@ def run_edits(
     cited: dict[int, list[Cited]] = {}
     # Only the answers that will be edited are played: the others are read-only tool calls,
     # which change nothing in the log, so leaving them out changes no outcome here.
-    timeline: list[tuple[int, int, object]] = [(s.at, 0, s) for s in day.saves]
-    timeline += [(q.at, 1, q) for q in day.questions if every_answer or q.number in chosen]
-    timeline += [(q.at + delay, 2, q.number) for q in day.questions if q.number in chosen]
-    timeline.sort(key=lambda item: (item[0], item[1]))
     meter = agent.meter
-    for at, what, item in timeline:
-        people.at(at)
+
+    def answer(question: Question) -> None:
+        cited[question.number] = agent.answer(question)
+
+    def edit(at: int, number: int) -> None:
         started = time.perf_counter()
-        if what == 0:
-            people.apply(item)  # type: ignore[arg-type]
-            meter.seconds["saves"] += time.perf_counter() - started
-        elif what == 1:
-            question: Question = item  # type: ignore[assignment]
-            cited[question.number] = agent.answer(question)
-            meter.seconds["answers"] += time.perf_counter() - started
-        else:
-            _edit(day, people, agent, cited[item], item, at, outcome)  # type: ignore[arg-type]
-            meter.seconds["edits"] += time.perf_counter() - started
+        _edit(day, people, agent, cited[number], number, at, outcome)
+        meter.seconds["edits"] += time.perf_counter() - started
+
+    play_day(
+        day,
+        people,
+        agent,
+        [q for q in day.questions if every_answer or q.number in chosen],
+        answer,
+        [(q.at + delay, q.number) for q in day.questions if q.number in chosen],
+        edit,
+    )
     return outcome
 
 

@@ -25,9 +25,10 @@ from datetime import datetime
 
 from kbes import KbesError, format_timestamp, parse_timestamp
 from kbes.sims.agent import Agent, Cited, SimulationError
-from kbes.sims.day import HOUR, Day
+from kbes.sims.day import HOUR, Day, Question
 from kbes.sims.people import People
 from kbes.sims.text import keywords
+from kbes.sims.timeline import play_day
 
 TITLE_SEARCH_LIMIT = 2
 """Hits asked for when re-searching a title, as for an answer: the exact title, when it still
@@ -246,24 +247,18 @@ def run_staleness(
     citations: list[Cited] = []
     answers = 0
     checks: list[CheckFigures] = []
-    timeline: list[tuple[int, int, object]] = [(s.at, 0, s) for s in day.saves]
-    timeline += [(q.at, 1, q) for q in day.questions]
-    timeline += [(h * HOUR, 2, h) for h in range(1, day.parameters.hours + 1)]
-    timeline.sort(key=lambda item: (item[0], item[1]))
-    meter = agent.meter
-    for at, what, item in timeline:
-        people.at(at)
-        started = time.perf_counter()
-        if what == 0:
-            people.apply(item)  # type: ignore[arg-type]
-            meter.seconds["saves"] += time.perf_counter() - started
-        elif what == 1:
-            citations.extend(agent.answer(item))  # type: ignore[arg-type]
-            answers += 1
-            meter.seconds["answers"] += time.perf_counter() - started
-        else:
-            figures = checker.check(item, citations, answers)  # type: ignore[arg-type]
-            checks.append(figures)
-            if agent.trace.enabled:
-                agent.trace.write("check", at=format_timestamp(day.instant(at)), **figures.__dict__)
+
+    def answer(question: Question) -> None:
+        nonlocal answers
+        citations.extend(agent.answer(question))
+        answers += 1
+
+    def check(at: int, hour: int) -> None:
+        figures = checker.check(hour, citations, answers)
+        checks.append(figures)
+        if agent.trace.enabled:
+            agent.trace.write("check", at=format_timestamp(day.instant(at)), **figures.__dict__)
+
+    hours = range(1, day.parameters.hours + 1)
+    play_day(day, people, agent, day.questions, answer, [(h * HOUR, h) for h in hours], check)
     return StalenessRun(checks, cursor_calls, cursor_bytes)
