@@ -283,11 +283,7 @@ class KnowledgeBaseStore(Application):
                 title=row["title"],
                 snippet=row["snippet"],
                 updated_at=row["updated_at"],
-                citation=Citation(
-                    knowledge_base_id=str(kb),
-                    article_id=row["article_id"],
-                    updated_at=row["updated_at"],
-                ),
+                citation=_row_citation(kb, row),
             )
             for row in rows
         ]
@@ -312,11 +308,7 @@ class KnowledgeBaseStore(Application):
             title=row["title"],
             content=row["content"],
             updated_at=row["updated_at"],
-            citation=Citation(
-                knowledge_base_id=str(kb),
-                article_id=row["article_id"],
-                updated_at=row["updated_at"],
-            ),
+            citation=_row_citation(kb, row),
         )
 
     def edit(self, request: EditRequest, grants: Grants = None) -> EditResult:
@@ -546,6 +538,13 @@ def _require_title(title: str) -> str:
     if not title:
         raise InvalidArgument("an article needs a non-empty title", field="title")
     return title
+
+
+def _row_citation(kb: UUID, row: Any) -> Citation:
+    """The citation of an article-view row: the version a search hit or a read stands for."""
+    return Citation(
+        knowledge_base_id=str(kb), article_id=row["article_id"], updated_at=row["updated_at"]
+    )
 
 
 GRANTS_HINT = "check the id against the citation or the list of granted knowledge bases"

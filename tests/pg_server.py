@@ -183,7 +183,7 @@ def running_pg() -> Iterator[PgServer]:
     try:
         server.start()
     except PgUnavailable as reason:
-        pytest.skip(str(reason))
+        pytest.skip(f"the PostgreSQL tests need a server they can start: {reason}")
     try:
         yield server
     finally:
