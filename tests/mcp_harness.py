@@ -216,3 +216,25 @@ def current_version(db: Path, knowledge_base_id: str, article_id: str) -> str:
         return store.read(request).updated_at
     finally:
         store.close()
+
+
+def probe_calls(
+    kb: str, article: str, version: str, content: str, key: str
+) -> list[tuple[str, dict[str, Any]]]:
+    """One call of each tool at `kb` / `article` (the edit with `version`, `content`, `key`):
+    what a client probes a knowledge base it should not reach with."""
+    return [
+        ("search_knowledge_base", {"knowledge_base_id": kb, "query": "password"}),
+        ("read_knowledge_article", {"knowledge_base_id": kb, "article_id": article}),
+        (
+            "edit_knowledge_article",
+            {
+                "knowledge_base_id": kb,
+                "article_id": article,
+                "content": content,
+                "expected_version": version,
+                "idempotency_key": key,
+            },
+        ),
+        ("poll_resource_events", {"resource_type": "knowledge_base", "resource_id": kb}),
+    ]

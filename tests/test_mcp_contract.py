@@ -23,6 +23,7 @@ from mcp_harness import (
     current_version,
     error,
     event_count,
+    probe_calls,
     run_kbes,
     seed,
     stdio_client,
@@ -156,21 +157,7 @@ async def test_ungranted_and_random_ids_give_identical_results_on_all_four_tools
     asked = Elicitations("accept")
 
     def calls(kb: str, article: str) -> list[tuple[str, dict[str, Any]]]:
-        return [
-            ("search_knowledge_base", {"knowledge_base_id": kb, "query": "password"}),
-            ("read_knowledge_article", {"knowledge_base_id": kb, "article_id": article}),
-            (
-                "edit_knowledge_article",
-                {
-                    "knowledge_base_id": kb,
-                    "article_id": article,
-                    "content": "Leaked edit.",
-                    "expected_version": other_version,
-                    "idempotency_key": "grant-probe",
-                },
-            ),
-            ("poll_resource_events", {"resource_type": "knowledge_base", "resource_id": kb}),
-        ]
+        return probe_calls(kb, article, other_version, "Leaked edit.", "grant-probe")
 
     before = event_count(data.db)
     async with stdio_client(data.db, "--grant", data.kb, elicitation_callback=asked) as client:

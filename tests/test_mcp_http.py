@@ -22,6 +22,7 @@ from mcp_harness import (
     event_count,
     http_client,
     http_server,
+    probe_calls,
     seed,
 )
 
@@ -101,21 +102,8 @@ async def test_a_token_reaches_only_its_knowledge_bases(
     other_version = current_version(data.db, data.other_kb, data.other_article)
 
     def calls(kb: str, article: str) -> list[tuple[str, dict[str, Any]]]:
-        return [
-            ("search_knowledge_base", {"knowledge_base_id": kb, "query": "password"}),
-            ("read_knowledge_article", {"knowledge_base_id": kb, "article_id": article}),
-            (
-                "edit_knowledge_article",
-                {
-                    "knowledge_base_id": kb,
-                    "article_id": article,
-                    "content": "Written with the wrong token.",
-                    "expected_version": other_version,
-                    "idempotency_key": f"cross-{mode}",
-                },
-            ),
-            ("poll_resource_events", {"resource_type": "knowledge_base", "resource_id": kb}),
-        ]
+        content = "Written with the wrong token."
+        return probe_calls(kb, article, other_version, content, f"cross-{mode}")
 
     before = event_count(data.db)
     async with http_client(server.url, ALICE, mode=mode) as alice:

@@ -32,20 +32,7 @@ OPS = [
 ]
 
 command = st.tuples(
-    st.sampled_from(
-        [
-            "kb",
-            "add",
-            "add_draft",
-            "save",
-            "retitle",
-            "publish",
-            "unpublish",
-            "edit",
-            "stale_edit",
-            "catch_up",
-        ]
-    ),
+    st.sampled_from(OPS),
     st.integers(min_value=0, max_value=10_000),
     st.lists(st.sampled_from(WORDS), min_size=1, max_size=6),
 )
