@@ -71,6 +71,15 @@ class _Stamp(msgspec.Struct):
 _stamp_decoder = msgspec.json.Decoder(_Stamp)
 
 
+def _plan(topic: str) -> tuple[type, msgspec.json.Decoder[Any]] | None:
+    """The topic's fast plan, worked out once per topic."""
+    try:
+        return _fast_plans[topic]
+    except KeyError:
+        plan = _fast_plans[topic] = _fast_plan(topic)
+        return plan
+
+
 def _fast_plan(topic: str) -> tuple[type, msgspec.json.Decoder[Any]] | None:
     """The event class of `topic` and a decoder of its fields with the timestamp left as the
     stored text; None if the event must go through `to_domain_event`."""
@@ -117,10 +126,7 @@ class MsgspecMapper(Mapper):
         without building the domain event: what folding a long log into the views needs, at
         half the cost. None for an event that needs `to_domain_event` (upcasting,
         snapshots)."""
-        try:
-            plan = _fast_plans[topic]
-        except KeyError:
-            plan = _fast_plans[topic] = _fast_plan(topic)
+        plan = _plan(topic)
         if plan is None:
             return None
         cls, decoder = plan
@@ -134,10 +140,7 @@ class MsgspecMapper(Mapper):
         """Just an event's class and timestamp (the stored text), all the event feed reports:
         the other fields (a whole article's content) are skipped, not decoded. None as for
         `decode_fields`."""
-        try:
-            plan = _fast_plans[topic]
-        except KeyError:
-            plan = _fast_plans[topic] = _fast_plan(topic)
+        plan = _plan(topic)
         if plan is None:
             return None
         try:

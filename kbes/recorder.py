@@ -316,26 +316,16 @@ class FeedApplicationRecorder(SQLiteApplicationRecorder):
     ) -> tuple[list[Notification], int]:
         """One consistent read: up to `limit` visible notifications of one knowledge base after
         `after`, and the head of the whole log at that moment."""
-        with self.datastore.transaction(commit=False) as c:
-            c.execute(
-                "SELECT e.rowid AS nid, e.originator_id, e.originator_version, e.topic, e.state "
-                "FROM kb_feed f JOIN stored_events e ON e.rowid = f.notification_id "
-                "WHERE f.knowledge_base_id = ? AND f.notification_id > ? "
-                "ORDER BY f.notification_id LIMIT ?",
-                (knowledge_base_hex, after, limit),
-            )
-            rows = c.fetchall()
-            c.execute(self.select_max_notification_id_statement)
-            head = c.fetchone()[0] or 0
+        rows, head = self.select_feed_rows(knowledge_base_hex, after, limit)
         notifications = [
             Notification(
-                id=row["nid"],
-                originator_id=self.convert_originator_id(row["originator_id"]),
-                originator_version=row["originator_version"],
-                topic=row["topic"],
-                state=row["state"],
+                id=nid,
+                originator_id=UUID(article_id),
+                originator_version=version,
+                topic=topic,
+                state=state,
             )
-            for row in rows
+            for nid, article_id, version, topic, state in rows
         ]
         return notifications, head
 
