@@ -15,7 +15,6 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-import msgspec
 import pytest
 
 pytest.importorskip("psycopg", reason="psycopg is not installed: pip install 'kbes[postgres]'")
@@ -25,9 +24,9 @@ from eventsourcing.persistence import IntegrityError
 from pg_server import PgServer, running_pg
 from psycopg import sql
 from racers import RACERS, one_retried_edit, rival_writers, run_racers
+from tool_calls import call, fails
 
-from kbes import Article, KnowledgeBaseStore, call_tool, open_store
-from kbes.errors import KbesError
+from kbes import Article, KnowledgeBaseStore, open_store
 from kbes.postgres import PostgresFeedRecorder, postgres_env, views_path
 from kbes.projections.views import Views
 from kbes.recorder import KbesSQLiteDatastore
@@ -50,16 +49,6 @@ def pg_store(pg_url: str, tmp_path: Path) -> Iterator[KnowledgeBaseStore]:
     store = open_store(pg_url, views=tmp_path / "views-main.sqlite")
     yield store
     store.close()
-
-
-def call(store: KnowledgeBaseStore, name: str, **arguments: Any) -> dict[str, Any]:
-    return msgspec.to_builtins(call_tool(store, name, arguments))
-
-
-def fails(store: KnowledgeBaseStore, name: str, **arguments: Any) -> dict[str, Any]:
-    with pytest.raises(KbesError) as info:
-        call_tool(store, name, arguments)
-    return info.value.to_dict()
 
 
 def pg_value(url: str, query: str, *params: Any) -> Any:

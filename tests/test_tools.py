@@ -6,22 +6,12 @@ import uuid
 from datetime import timedelta, timezone
 from typing import Any
 
-import msgspec
 import pytest
+from tool_calls import call, fails
 
 from kbes import KnowledgeBaseStore, call_tool
 from kbes.clock import parse_timestamp
 from kbes.errors import KbesError
-
-
-def call(store: KnowledgeBaseStore, name: str, **arguments: Any) -> dict[str, Any]:
-    return msgspec.to_builtins(call_tool(store, name, arguments))
-
-
-def fails(store: KnowledgeBaseStore, name: str, **arguments: Any) -> dict[str, Any]:
-    with pytest.raises(KbesError) as info:
-        call_tool(store, name, arguments)
-    return info.value.to_dict()
 
 
 @pytest.fixture
