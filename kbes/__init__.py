@@ -2,14 +2,23 @@
 
 from kbes.application import KnowledgeBaseStore, open_store
 from kbes.article import Article
-from kbes.clock import Clock, SimulatedClock, SystemClock, format_timestamp, parse_timestamp
+from kbes.clock import (
+    Clock,
+    SimulatedClock,
+    SystemClock,
+    format_timestamp,
+    next_timestamp,
+    parse_timestamp,
+)
 from kbes.errors import KbesError
+from kbes.history_tools import HISTORY_TOOLS
 from kbes.knowledge_base import KnowledgeBase
 from kbes.mapper import MsgspecMapper
 from kbes.receipt import EditReceipt
 from kbes.tools import TOOLS, Tool, call_tool
 
 __all__ = [
+    "HISTORY_TOOLS",
     "TOOLS",
     "Article",
     "Clock",
@@ -23,6 +32,7 @@ __all__ = [
     "Tool",
     "call_tool",
     "format_timestamp",
+    "next_timestamp",
     "open_store",
     "parse_timestamp",
 ]

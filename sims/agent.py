@@ -15,8 +15,7 @@ from typing import Any
 
 import msgspec
 
-from kbes import KbesError, call_tool, parse_timestamp
-from kbes.history_tools import HISTORY_TOOLS
+from kbes import HISTORY_TOOLS, KbesError, call_tool, parse_timestamp
 from kbes.sims.day import Question
 from kbes.sims.trace import Trace
 

@@ -32,8 +32,14 @@ from pathlib import Path
 from typing import Any
 from uuid import UUID
 
-from kbes import Article, KnowledgeBaseStore, call_tool, open_store
-from kbes.clock import SystemClock, next_timestamp
+from kbes import (
+    Article,
+    KnowledgeBaseStore,
+    SystemClock,
+    call_tool,
+    next_timestamp,
+    open_store,
+)
 from kbes.sims.baseline import Baseline
 
 Progress = Callable[[str], None]
@@ -948,21 +954,6 @@ def parse_seeds(text: str) -> list[int]:
     return seeds
 
 
-def command_available(*names: str) -> bool:
-    """Is `kbes NAME [SUBNAME]` a command of this installation?"""
-    try:
-        from kbes.cli import main
-    except Exception:
-        return False
-    command: Any = main
-    for name in names:
-        commands = getattr(command, "commands", {})
-        if name not in commands:
-            return False
-        command = commands[name]
-    return True
-
-
 def serve_to_tools_list(db: Path) -> float:
     """Seconds from starting `kbes serve` (stdio) to the answer of the first `tools/list`."""
 
@@ -1023,11 +1014,6 @@ def measure_serve(report: Report, workdir: Path, progress: Progress) -> None:
     """Row 7: `kbes serve` start-up to the first `tools/list` answer over stdio."""
     cfg = report.config
     label = "kbes serve start-up to the first tools/list answer (stdio)"
-    if not command_available("serve"):
-        report.add(
-            Row("7", label, "s", None, target="<= 0.6 s", note="n/a (command not available)")
-        )
-        return
     progress("row 7: kbes serve start-up")
     db = workdir / "serve.sqlite"
     store = open_store(db)
@@ -1046,9 +1032,6 @@ def measure_sim(report: Report, progress: Progress) -> None:
     label = (
         f"kbes sim day, {'five seeds' if seeds == 5 else f'{seeds} seed(s) (quick)'}, end to end"
     )
-    if not command_available("sim", "day"):
-        report.add(Row("8", label, "s", None, target="<= 10 s", note="n/a (command not available)"))
-        return
     runs = []
     for run in range(cfg.sim_repeats):
         progress(f"row 8: kbes sim day --seeds {cfg.sim_seeds}, run {run + 1} of {cfg.sim_repeats}")

@@ -1,0 +1,108 @@
+"""The layout DESIGN.md promises, held by tests rather than by review: which folder may import
+what, and a built wheel that carries the four source folders inside the one `kbes` namespace
+(so no top-level `cli` or `sims` module lands in a user's site-packages)."""
+
+from __future__ import annotations
+
+import ast
+import shutil
+import subprocess
+import sys
+import zipfile
+from pathlib import Path
+
+import pytest
+
+import kbes
+
+ROOT = Path(__file__).resolve().parent.parent
+FOLDERS = {
+    "kbes": "kbes",
+    "projections": "kbes.projections",
+    "cli": "kbes.cli",
+    "sims": "kbes.sims",
+}
+
+
+def imports(folder: str) -> list[tuple[str, str, str]]:
+    """(file, module, name) for every import in a source folder, `name` empty for `import m`;
+    relative imports resolved to the folder's package."""
+    found = []
+    for path in sorted((ROOT / folder).glob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.Import):
+                found += [(path.name, alias.name, "") for alias in node.names]
+            elif isinstance(node, ast.ImportFrom):
+                module = node.module or ""
+                if node.level:
+                    module = f"{FOLDERS[folder]}.{module}".rstrip(".")
+                found += [(path.name, module, alias.name) for alias in node.names]
+    return found
+
+
+def within(module: str, package: str) -> bool:
+    return module == package or module.startswith(package + ".")
+
+
+@pytest.mark.parametrize("folder", ["kbes", "projections", "sims"])
+def test_nothing_imports_the_cli(folder: str) -> None:
+    assert [i for i in imports(folder) if within(i[1], "kbes.cli")] == []
+
+
+def test_projections_import_the_domain_not_the_application_or_its_callers() -> None:
+    allowed = ("kbes.article", "kbes.clock", "kbes.knowledge_base", "kbes.projections")
+    own = [i for i in imports("projections") if within(i[1], "kbes")]
+    assert own, "the projections fold kbes's domain events"
+    assert [i for i in own if not any(within(i[1], a) for a in allowed)] == []
+    assert [i for i in imports("projections") if within(i[1], "mcp")] == []
+
+
+def test_the_domain_reaches_the_projections_only_through_the_application_wiring() -> None:
+    users = {file for file, module, _ in imports("kbes") if within(module, "kbes.projections")}
+    assert users == {"application.py"}
+
+
+def test_the_simulations_use_the_public_api_only() -> None:
+    """`sims/` drives the same tool layer the MCP server serves: `from kbes import ...` of the
+    names kbes exports, and its own modules; never the application's or the views' insides."""
+    stray = [
+        (file, module, name)
+        for file, module, name in imports("sims")
+        if within(module, "kbes")
+        and not within(module, "kbes.sims")
+        and not (module == "kbes" and name in kbes.__all__)
+    ]
+    assert stray == []
+
+
+def test_a_built_wheel_holds_every_source_file_under_the_kbes_namespace(tmp_path: Path) -> None:
+    source = tmp_path / "source"
+    shutil.copytree(
+        ROOT,
+        source,
+        ignore=shutil.ignore_patterns(
+            ".git", "build", "*.egg-info", "__pycache__", ".*_cache", ".hypothesis", "*.sqlite*"
+        ),
+    )
+    built = subprocess.run(
+        [sys.executable, "-m", "pip", "wheel", "--quiet", "--no-deps", "-w", str(tmp_path), "."],
+        cwd=source,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert built.returncode == 0, built.stderr
+    [wheel] = tmp_path.glob("kbes-*.whl")
+    names = set(zipfile.ZipFile(wheel).namelist())
+    expected = {
+        f"{package.replace('.', '/')}/{path.name}"
+        for folder, package in FOLDERS.items()
+        for path in (ROOT / folder).glob("*.py")
+    }
+    assert expected - names == set()
+    assert {name.split("/")[0] for name in names} == {
+        "kbes",
+        wheel.name.split("-py")[0] + ".dist-info",
+    }
+    entry_points = next(n for n in names if n.endswith("entry_points.txt"))
+    assert "kbes = kbes.cli:main" in zipfile.ZipFile(wheel).read(entry_points).decode()
