@@ -1,4 +1,5 @@
-"""`kbes article`: the people-side commands (add, save, publish, unpublish, list)."""
+"""`kbes article`: the people-side commands (add, save, publish, unpublish, list, show,
+history)."""
 
 from __future__ import annotations
 
@@ -9,7 +10,8 @@ import click
 from kbes.application import KnowledgeBaseStore
 from kbes.cli.content import content_options, read_content
 from kbes.cli.options import json_option, print_json, print_table, with_store
-from kbes.clock import format_timestamp
+from kbes.clock import format_timestamp, parse_timestamp
+from kbes.history import ArticleState, History, Version
 
 kb_option = click.option(
     "--kb", "kb", required=True, metavar="ID", help="The knowledge base (see `kbes kb list`)."
@@ -18,7 +20,7 @@ kb_option = click.option(
 
 @click.group()
 def article() -> None:
-    """Add, save, publish, unpublish and list articles (as a person, not an agent)."""
+    """Add, save, publish, unpublish, list and show articles (as a person, not an agent)."""
 
 
 @article.command("add")
@@ -113,3 +115,85 @@ def list_(store: KnowledgeBaseStore, kb: str, as_json: bool) -> None:
         ["article_id", "status", "updated_at", "title"],
         [(r["article_id"], r["status"], r["updated_at"], r["title"]) for r in rows],
     )
+
+
+@article.command("show")
+@kb_option
+@click.argument("article_id")
+@click.option(
+    "--at",
+    "at",
+    metavar="UPDATED_AT",
+    help="Show the article as it was at this version: a citation's updated_at, or one from "
+    "`kbes article history`.",
+)
+@json_option
+@with_store
+def show(
+    store: KnowledgeBaseStore, kb: str, article_id: str, at: str | None, as_json: bool
+) -> None:
+    """Print ARTICLE_ID as a person sees it, drafts and unpublished ones included: its title,
+    status and version, then its content. With --at, as it was at that version."""
+    store.article_for_person(kb, article_id)  # not_found if it is not in that knowledge base
+    history = History.of(store)
+    versions = history.versions(article_id)
+    if at is None:
+        state = history.article_at(article_id, versions[-1].at)
+    else:
+        try:
+            instant = parse_timestamp(at)
+        except ValueError as e:
+            raise click.BadParameter(
+                f"{at!r} is not an RFC 3339 time ({e}); pass an updated_at such as "
+                "2026-11-30T09:00:00.000000Z",
+                param_hint="--at",
+            ) from None
+        if not any(v.at == instant for v in versions):
+            raise click.BadParameter(
+                f"article {article_id} never had a version at {format_timestamp(instant)}; "
+                "`kbes article history` lists its versions",
+                param_hint="--at",
+            )
+        state = history.article_at(article_id, instant)
+    shown = {
+        "knowledge_base_id": state.knowledge_base_id,
+        "article_id": state.article_id,
+        "title": state.title,
+        "status": _status(state, versions),
+        "version": state.version,
+        "updated_at": state.updated_at,
+        "content": state.content,
+    }
+    if as_json:
+        print_json(shown)
+        return
+    for key in ("title", "article_id", "status", "version", "updated_at"):
+        click.echo(f"{key + ':':<12}{shown[key]}")
+    click.echo()
+    click.echo(state.content)
+
+
+@article.command("history")
+@kb_option
+@click.argument("article_id")
+@json_option
+@with_store
+def history_(store: KnowledgeBaseStore, kb: str, article_id: str, as_json: bool) -> None:
+    """List every version of ARTICLE_ID, oldest first: the event that made it, its updated_at
+    (what a citation of that version carries) and its sequence in the log."""
+    store.article_for_person(kb, article_id)
+    versions = History.of(store).versions(article_id)
+    rows = [(v.version, v.updated_at, v.type, v.sequence) for v in versions]
+    if as_json:
+        print_json([dict(zip(("version", "updated_at", "type", "sequence"), r, strict=True))
+                    for r in rows])  # fmt: skip
+        return
+    print_table(["version", "updated_at", "type", "sequence"], rows)
+
+
+def _status(state: ArticleState, versions: list[Version]) -> str:
+    """draft, published or unpublished, as `kbes article list` says it, at that version."""
+    if state.published:
+        return "published"
+    earlier = [v for v in versions if v.version <= state.version]
+    return "unpublished" if any(v.type == "published" for v in earlier) else "draft"

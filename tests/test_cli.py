@@ -263,6 +263,8 @@ NEEDS_DB = {
     ("article", "publish"): ["--kb", SOME_ID, SOME_ID],
     ("article", "unpublish"): ["--kb", SOME_ID, SOME_ID],
     ("article", "list"): ["--kb", SOME_ID],
+    ("article", "show"): ["--kb", SOME_ID, SOME_ID],
+    ("article", "history"): ["--kb", SOME_ID, SOME_ID],
     ("import",): ["FOLDER", "--kb", SOME_ID],
     ("events",): ["--kb", SOME_ID],
     ("tool",): ["read_knowledge_article", f"knowledge_base_id={SOME_ID}", f"article_id={SOME_ID}"],

@@ -190,3 +190,64 @@ def test_sim_refuses_another_programs_database(tmp_path: Path) -> None:
     assert "is a SQLite database without a kbes log" in result.stderr
     with sqlite3.connect(other) as db:
         assert {r[0] for r in db.execute("SELECT name FROM sqlite_master")} == {"notes"}
+
+
+def test_show_and_history_give_a_person_every_version_drafts_included(
+    runner: CliRunner, db_path: Path
+) -> None:
+    kb = ok(runner, "kb", "create", "Support").strip()
+    other = ok(runner, "kb", "create", "Other").strip()
+    article_id = ok(runner, "article", "add", "--kb", kb, "--title", "Refunds", "--content",
+                    "Refunds take 5 days.").strip()  # fmt: skip
+    ok(runner, "article", "publish", "--kb", kb, article_id)
+    ok(runner, "article", "save", "--kb", kb, article_id, "--content", "Refunds take 7 days.",
+       "--title", "Refunds and returns")  # fmt: skip
+    ok(runner, "article", "unpublish", "--kb", kb, article_id)
+
+    versions = json.loads(ok(runner, "article", "history", "--kb", kb, article_id, "--json"))
+    assert [(v["version"], v["type"]) for v in versions] == [
+        (1, "drafted"), (2, "published"), (3, "retitled"), (4, "unpublished")
+    ]  # fmt: skip
+    assert [v["sequence"] for v in versions] == sorted(v["sequence"] for v in versions)
+    table = ok(runner, "article", "history", "--kb", kb, article_id).splitlines()
+    assert table[0].split() == ["version", "updated_at", "type", "sequence"]
+    first = versions[0]
+    assert table[2].split() == ["1", first["updated_at"], "drafted", str(first["sequence"])]
+
+    assert ok(runner, "article", "show", "--kb", kb, article_id) == (
+        "title:      Refunds and returns\n"
+        f"article_id: {article_id}\n"
+        "status:     unpublished\n"
+        "version:    4\n"
+        f"updated_at: {versions[3]['updated_at']}\n"
+        "\n"
+        "Refunds take 7 days.\n"
+    )
+    published = json.loads(ok(runner, "article", "show", "--kb", kb, article_id, "--json",
+                              "--at", versions[1]["updated_at"]))  # fmt: skip
+    assert published == {
+        "knowledge_base_id": kb,
+        "article_id": article_id,
+        "title": "Refunds",
+        "status": "published",
+        "version": 2,
+        "updated_at": versions[1]["updated_at"],
+        "content": "Refunds take 5 days.",
+    }
+    draft = json.loads(ok(runner, "article", "show", "--kb", kb, article_id, "--json",
+                          "--at", versions[0]["updated_at"]))  # fmt: skip
+    assert draft["status"] == "draft"
+
+    before = head(db_path)
+    for args, code, words in [
+        (["--at", "yesterday"], 2, "Invalid value for --at: 'yesterday' is not an RFC 3339 time"),
+        (["--at", "2020-01-01T00:00:00Z"], 2, "never had a version at 2020-01-01T00:00:00.000000Z; "
+         "`kbes article history` lists its versions"),
+    ]:  # fmt: skip
+        result = runner.invoke(main, ["article", "show", "--kb", kb, article_id, *args])
+        assert result.exit_code == code and words in result.output, result.output
+    for command in ("show", "history"):
+        result = runner.invoke(main, ["article", command, "--kb", other, article_id])
+        assert result.exit_code == 1
+        assert f"not_found: article {article_id} is not in knowledge base {other}" in result.output
+    assert head(db_path) == before  # reading writes nothing
