@@ -6,6 +6,7 @@ import importlib
 import ipaddress
 import logging
 import sys
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 import anyio
@@ -69,6 +70,18 @@ LOG_LEVELS = ("debug", "info", "warning", "error")
     "comma-separated knowledge-base ids and TOKEN may be written as sha256:HEX.",
 )
 @click.option(
+    "--approval-keys",
+    "approval_keys_file",
+    type=click.Path(exists=True, dir_okay=False),
+    metavar="FILE",
+    envvar="KBES_APPROVAL_KEYS",
+    help="With --http and --edits ask: the secrets that seal the approval round trip of MCP "
+    "2026-07-28 clients, so that when several kbes serve share FILE, the user's answer may "
+    "reach any of them (behind one load balancer, or after a restart). One secret of at "
+    "least 32 bytes per line, the first sealing and every line unsealing: rotate by adding "
+    "a new first line. Default: a key of this process alone.",
+)
+@click.option(
     "--edits",
     type=click.Choice(EDIT_POLICIES),
     default="ask",
@@ -104,6 +117,7 @@ def serve(
     grant_all: bool,
     http: str | None,
     tokens_file: str | None,
+    approval_keys_file: str | None,
     edits: str,
     log_level: str,
     history_tools: bool,
@@ -137,6 +151,11 @@ def serve(
             "could read and edit the granted knowledge bases. Add --tokens FILE, or serve on "
             "loopback (the default host)."
         )
+    if approval_keys_file and not http:
+        raise click.UsageError(
+            "--approval-keys applies to --http; over stdio one process serves the whole session"
+        )
+    approval_keys = load_approval_keys(approval_keys_file) if approval_keys_file else None
     tokens = load_tokens(tokens_file) if tokens_file else None
     configure_logging(log_level, tokens)
     tools = [*TOOLS.values(), *(HISTORY_TOOLS if history_tools else [])]
@@ -158,6 +177,7 @@ def serve(
             edits=edits,  # type: ignore[arg-type]
             tokens=tokens,
             instructions=instructions_for(known),
+            approval_keys=approval_keys,
         )
         what = "every knowledge base" if grants is None else f"{len(grants)} knowledge base(s)"
         host, port = address
@@ -167,6 +187,8 @@ def serve(
             raise click.ClickException(f"cannot listen on {host}:{port}: {e}") from e
         bound = sock.getsockname()[1]
         auth = f"{len(tokens.holders)} token(s) from {tokens_file}" if tokens else "no tokens"
+        if approval_keys:
+            auth += f"; approvals sealed with {len(approval_keys)} key(s) from {approval_keys_file}"
         note(
             f"kbes serve: MCP over streamable HTTP at http://{url_host(host)}:{bound}/mcp; "
             f"database {redact(db)}; grants {what}; {auth}; edits {edits}"
@@ -222,6 +244,33 @@ def serve_stdio(
     finally:
         if wire is not None:
             wire.release()
+
+
+MIN_APPROVAL_KEY = 32
+"""Bytes; the SDK's AES-GCM codec refuses shorter secrets."""
+
+
+def load_approval_keys(path: str) -> list[str]:
+    """The secrets of an --approval-keys FILE: one per line; blank lines and `#` comments
+    skipped. Checked here so a bad file is a usage error naming the flag, not a traceback."""
+    try:
+        lines = Path(path).read_text(encoding="utf-8").splitlines()
+    except (OSError, UnicodeDecodeError) as e:
+        raise click.BadParameter(f"cannot read {path}: {e}", param_hint="--approval-keys") from e
+    keys = [line.strip() for line in lines if line.strip() and not line.lstrip().startswith("#")]
+    fix = 'make one with: python -c "import secrets; print(secrets.token_hex(32))"'
+    if not keys:
+        raise click.BadParameter(f"{path} holds no key; {fix}", param_hint="--approval-keys")
+    for number, key in enumerate(keys, start=1):
+        if len(key.encode()) < MIN_APPROVAL_KEY:
+            raise click.BadParameter(
+                f"key {number} of {path} is {len(key.encode())} bytes; each needs at least "
+                f"{MIN_APPROVAL_KEY} bytes of secret randomness ({fix})",
+                param_hint="--approval-keys",
+            )
+    if len(set(keys)) != len(keys):
+        raise click.BadParameter(f"{path} lists a key twice", param_hint="--approval-keys")
+    return keys
 
 
 def parse_address(value: str) -> tuple[str, int]:

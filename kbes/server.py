@@ -17,7 +17,7 @@ import logging
 import os
 import socket
 import stat
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
@@ -245,7 +245,11 @@ class KbesMCP:
         tokens: Tokens | None = None,
         instructions: str | None = None,
         name: str = SERVER_NAME,
+        approval_keys: Sequence[str] | None = None,
     ) -> None:
+        """`approval_keys`: secrets (>= 32 bytes each) sealing the approval round trip of
+        2026-07-28 clients, the first sealing and all unsealing; several servers sharing them
+        accept each other's approvals. Default: a key of this process alone."""
         if edits not in EDIT_POLICIES:
             raise ValueError(f"edits must be one of {EDIT_POLICIES}, not {edits!r}")
         self.store = store
@@ -270,9 +274,12 @@ class KbesMCP:
         )
         # Protocol 2026-07-28 asks for approval inside the call's result and resumes with the
         # answer; the boundary seals our requestState and binds it to this very call.
-        self.server.middleware.append(
-            RequestStateBoundary(RequestStateSecurity.ephemeral(), default_audience=name)
+        security = (
+            RequestStateSecurity(keys=list(approval_keys))
+            if approval_keys
+            else RequestStateSecurity.ephemeral()
         )
+        self.server.middleware.append(RequestStateBoundary(security, default_audience=name))
 
     # Handlers -----------------------------------------------------------------------------
 
