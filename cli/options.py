@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import functools
 import os
+import re
 import sqlite3
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import closing, contextmanager
@@ -15,12 +16,14 @@ import msgspec
 
 from kbes.application import GRANTS_HINT, KnowledgeBaseStore, open_store
 from kbes.errors import KbesError
-from kbes.urls import redact
+from kbes.urls import POSTGRES_EXTRA, redact
 
 F = TypeVar("F", bound=Callable[..., Any])
 
 
 POSTGRES_SCHEMES = ("postgresql://", "postgres://")
+MISSING_COLON = re.compile(r"(?i)postgres(ql)?(//|:(?!//))")
+"""`postgresql//...` or `postgres:/...`: a URL mistyped, not a file path."""
 CREATE_INSTEAD = "create one with `kbes kb create NAME`"
 """How to get a database, for the refusal of a command that needs one."""
 
@@ -69,22 +72,27 @@ def json_option(func: F) -> F:
     )
 
 
-def require_database(db: str, *, create: bool = False, instead: str = CREATE_INSTEAD) -> None:
+def require_database(db: str, *, create: bool = False, instead: str = CREATE_INSTEAD) -> bool:
     """Refuse a `--db` that is not a kbes database before `open_store` would make it one: a
     missing file or a PostgreSQL database without kbes's log (unless `create`), a URL of
-    another kind, or a SQLite file that holds other tables. `instead` names another way."""
+    another kind, or a SQLite file that holds other tables. `instead` names another way.
+    Returns whether the database already holds a kbes log."""
     alternative = f", or {instead}" if instead else ""
     if db.lower().startswith(POSTGRES_SCHEMES):
-        if not create:
-            require_postgres_log(db, alternative)
-        return
+        return require_postgres_log(db, alternative, create=create)
+    if MISSING_COLON.match(db):
+        scheme = db.split("/", 1)[0].rstrip(":")
+        raise NoDatabase(
+            f"--db {redact(db)!r} is not a URL: write {scheme}://user:password@host:port/dbname "
+            "(a colon and two slashes after the scheme)"
+        )
     if "://" in db:
         raise NoDatabase(
             f"--db {redact(db)!r}: kbes keeps its log in a SQLite file or in PostgreSQL; give "
             "a file path or a postgresql://user:password@host:port/dbname URL"
         )
     if db == ":memory:" or db.startswith("file:"):
-        return
+        return False
     tables = _sqlite_tables(db) if os.path.isfile(db) else None
     if tables and "stored_events" not in tables:
         raise NoDatabase(
@@ -97,6 +105,7 @@ def require_database(db: str, *, create: bool = False, instead: str = CREATE_INS
             f"{what} at {db!r}; pass --db PATH (or set KBES_DB) to an existing database"
             f"{alternative}"
         )
+    return bool(tables)
 
 
 def _sqlite_tables(path: str) -> set[str]:
@@ -109,10 +118,12 @@ def _sqlite_tables(path: str) -> set[str]:
         raise NoDatabase(f"cannot open database {path!r} (--db / KBES_DB): {e}") from None
 
 
-def require_postgres_log(url: str, alternative: str) -> None:
-    """Refuse a PostgreSQL database that cannot be reached or holds no kbes log, before
-    `open_store` would create the log's tables there. One direct connection: psycopg says at
-    once why it fails (e.g. no such database), where the store's pool retries for 30 s."""
+def require_postgres_log(url: str, alternative: str, *, create: bool = False) -> bool:
+    """Refuse a PostgreSQL database that cannot be reached or holds no kbes log (unless
+    `create`, when kbes must be able to create it there), before `open_store` would create the
+    log's tables. One direct connection: psycopg says at once why it fails (e.g. no such
+    database, a wrong password), where the store's pool retries for 30 s. Returns whether the
+    log exists."""
     try:
         import psycopg
         from psycopg import sql
@@ -120,8 +131,7 @@ def require_postgres_log(url: str, alternative: str) -> None:
         from kbes.postgres import postgres_env
     except ImportError as e:
         raise NoDatabase(
-            f"--db is a PostgreSQL URL, which needs the postgres extra: "
-            f"pip install 'kbes[postgres]' ({e})"
+            f"--db is a PostgreSQL URL, which needs kbes's postgres extra: {POSTGRES_EXTRA} ({e})"
         ) from None
     try:
         env = {**os.environ, **postgres_env(url)}
@@ -144,31 +154,85 @@ def require_postgres_log(url: str, alternative: str) -> None:
             connect_timeout=max(1, round(float(setting("POSTGRES_CONNECT_TIMEOUT", "5")))),
         ) as conn:
             name = sql.Identifier(schema, table).as_string(conn)
-            row = conn.execute("SELECT to_regclass(%s) IS NOT NULL", (name,)).fetchone()
+            row = conn.execute(
+                "SELECT to_regclass(%s) IS NOT NULL, current_user, "
+                "(SELECT has_schema_privilege(oid, 'CREATE') FROM pg_namespace "
+                "WHERE nspname = %s)",
+                (name, schema),
+            ).fetchone()
     except (psycopg.Error, ValueError) as e:
-        message = str(e).strip().replace(url, redact(url))
+        message = one_line(str(e)).replace(url, redact(url))
         raise NoDatabase(
             f"cannot open database {redact(url)!r} (--db / KBES_DB): {message}"
         ) from None
-    if not (row and row[0]):
+    assert row is not None
+    exists, role, may_create = row
+    if exists:
+        return True
+    if create:
+        dbname = setting("POSTGRES_DBNAME")
+        if may_create is None:
+            raise NoDatabase(
+                f"database {redact(url)!r} has no schema {schema!r} for kbes's log; create it "
+                f"(CREATE SCHEMA {schema} AUTHORIZATION {role}) or drop ?schema= from the URL"
+            )
+        if not may_create:
+            raise NoDatabase(
+                f"role {role!r} may not create kbes's tables in schema {schema!r} of database "
+                f"{dbname!r}; make the role the database's owner (createdb -O {role} "
+                f"{dbname}, or ALTER DATABASE {dbname} OWNER TO {role}) or GRANT CREATE ON "
+                f"SCHEMA {schema} TO {role}"
+            )
+        refuse_foreign_views()
+        return False
+    if not exists:
         raise NoDatabase(
             f"no kbes log in database {redact(url)!r} (it has no table {schema}.{table}); "
             "pass --db (or set KBES_DB) to the URL of the database kbes writes its log to"
             f"{alternative}"
         )
+    return True
+
+
+def refuse_foreign_views() -> None:
+    """A new log's views start empty: a KBES_VIEWS file already built from a log is another
+    log's, and would be refused only after the new log's tables were created."""
+    views = os.environ.get("KBES_VIEWS")
+    if not views or not os.path.isfile(views):
+        return
+    tables = _sqlite_tables(views)
+    if "kbes_views_source" in tables:
+        uri = f"{Path(views).resolve().as_uri()}?mode=ro"
+        with closing(sqlite3.connect(uri, uri=True)) as c:
+            row = c.execute("SELECT log FROM kbes_views_source").fetchone()
+        if row:
+            raise NoDatabase(
+                f"KBES_VIEWS={views} holds the views of another event log ({row[0]}), and "
+                "this database has no kbes log yet; unset KBES_VIEWS or point it at a new "
+                "file (nothing was created)"
+            )
+
+
+def one_line(message: str) -> str:
+    """A driver's message on one line: psycopg adds the statement and a caret line, or a
+    tab-indented hint, below the reason."""
+    lines = [line.strip() for line in message.strip().splitlines()]
+    kept = [line for line in lines if line and not line.startswith(("LINE ", "^"))]
+    return "; ".join(kept)
 
 
 @contextmanager
 def store_at(
-    db: str, *, create: bool = False, instead: str = CREATE_INSTEAD
+    db: str, *, create: bool = False, instead: str = CREATE_INSTEAD, checked: bool = False
 ) -> Iterator[KnowledgeBaseStore]:
-    """Open the store for one command (an existing one unless `create`); report its domain
-    errors as click errors."""
-    require_database(db, create=create, instead=instead)
+    """Open the store for one command (an existing one unless `create`; `checked` when the
+    caller has just run `require_database`); report its domain errors as click errors."""
+    if not checked:
+        require_database(db, create=create, instead=instead)
     try:
         store = open_store(db)
     except Exception as e:  # the database could not be opened at all
-        message = str(e).replace(db, redact(db))
+        message = one_line(str(e)).replace(db, redact(db))
         raise NoDatabase(f"cannot open database {redact(db)!r} (--db / KBES_DB): {message}") from e
     try:
         yield store
@@ -201,20 +265,15 @@ def with_new_store(func: F) -> F:
     @db_option
     @functools.wraps(func)
     def wrapper(*args: Any, db: str, **kwargs: Any) -> Any:
-        new = not db.lower().startswith(POSTGRES_SCHEMES) and not _sqlite_has_log(db)
-        with store_at(db, create=True) as store:
+        existed = require_database(db, create=True)
+        with store_at(db, create=True, checked=True) as store:
             result = func(*args, store=store, **kwargs)
-        if new:
-            click.echo(f"created the kbes database {db}", err=True)
+        if not existed:
+            what = "log in" if db.lower().startswith(POSTGRES_SCHEMES) else "database"
+            click.echo(f"created the kbes {what} {redact(db)}", err=True)
         return result
 
     return wrapper  # type: ignore[return-value]
-
-
-def _sqlite_has_log(db: str) -> bool:
-    if db == ":memory:" or db.startswith("file:") or not os.path.isfile(db):
-        return False
-    return "stored_events" in _sqlite_tables(db)
 
 
 def print_json(data: Any) -> None:

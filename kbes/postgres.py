@@ -28,12 +28,12 @@ from typing import Any
 from urllib.parse import parse_qsl, unquote, urlsplit
 from uuid import UUID
 
+from kbes.urls import POSTGRES_EXTRA
+
 try:
     import psycopg  # noqa: F401  (fail here, with a useful message, not deep in eventsourcing)
 except ImportError as error:  # pragma: no cover - depends on the installed extras
-    raise ImportError(
-        "a postgresql:// database needs psycopg 3: pip install 'kbes[postgres]'"
-    ) from error
+    raise ImportError(f"a postgresql:// database needs psycopg 3: {POSTGRES_EXTRA}") from error
 
 from eventsourcing.persistence import (
     InterfaceError,

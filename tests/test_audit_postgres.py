@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pytest
 
-pytest.importorskip("psycopg", reason="psycopg is not installed: pip install 'kbes[postgres]'")
+pytest.importorskip("psycopg", reason="psycopg is not installed: pip install -e '.[test]'")
 
 import psycopg
 from pg_server import PgServer, running_pg

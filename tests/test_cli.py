@@ -350,11 +350,17 @@ def test_a_database_of_another_kind_is_refused_and_left_alone(tmp_path: Path) ->
         (["kb", "list", "--db", str(other)], "is a SQLite database without a kbes log"),
         (["kb", "list", "--db", str(junk)], "file is not a database"),
         (["kb", "list", "--db", "mysql://u@h/x"], "a SQLite file or in PostgreSQL"),
-    ]
+        # A URL missing its colon is not taken for a file path, nor echoed with its password.
+        (["kb", "create", "X", "--db", "postgresql//u:secret@h/db"], "is not a URL: write "
+         "postgresql://user:password@host:port/dbname (a colon and two slashes"),
+        (["kb", "list", "--db", "postgres:/u:secret@h/db"], "'postgres:/u:***@h/db' is not a URL"),
+    ]  # fmt: skip
     for args, message in cases:
         result = CliRunner().invoke(main, args)
         assert result.exit_code == 2, (args, result.output)
         assert message in result.stderr, args
+        assert "secret" not in result.output
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["junk.db", "other.db"]
     with sqlite3.connect(other) as db:
         tables = {row[0] for row in db.execute("SELECT name FROM sqlite_master")}
     assert tables == {"notes"}

@@ -124,7 +124,7 @@ def db(request: pytest.FixtureRequest, tmp_path: Path) -> str:
 
 @pytest.fixture(scope="module")
 def pg() -> Iterator[Any]:
-    pytest.importorskip("psycopg", reason="psycopg is not installed: pip install 'kbes[postgres]'")
+    pytest.importorskip("psycopg", reason="psycopg is not installed: pip install -e '.[test]'")
     from pg_server import running_pg
 
     yield from running_pg()

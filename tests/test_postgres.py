@@ -17,7 +17,7 @@ from typing import Any
 
 import pytest
 
-pytest.importorskip("psycopg", reason="psycopg is not installed: pip install 'kbes[postgres]'")
+pytest.importorskip("psycopg", reason="psycopg is not installed: pip install -e '.[test]'")
 
 import psycopg
 from eventsourcing.persistence import IntegrityError
@@ -91,6 +91,72 @@ def test_bad_url_is_a_clear_error(url: str, words: str) -> None:
     with pytest.raises(ValueError, match=words) as info:
         postgres_env(url)
     assert ":p@" not in str(info.value)  # the password is not echoed
+
+
+# Creating the log: `kbes kb create` --------------------------------------------------------
+
+
+def kbes_cli(*args: str, views: Path) -> Any:
+    """`kbes ARGS...` in-process, with this test's views file."""
+    from click.testing import CliRunner
+
+    from kbes.cli import main
+
+    return CliRunner().invoke(main, list(args), env={"KBES_VIEWS": str(views)})
+
+
+def user_tables(url: str) -> int:
+    return pg_value(  # type: ignore[no-any-return]
+        url,
+        "SELECT count(*) FROM pg_tables "
+        "WHERE schemaname NOT IN ('pg_catalog', 'information_schema')",
+    )
+
+
+def test_kb_create_makes_the_log_and_says_so_once(pg_url: str, tmp_path: Path) -> None:
+    views = tmp_path / "views.sqlite"
+    first = kbes_cli("kb", "create", "Support", "--db", pg_url, views=views)
+    assert first.exit_code == 0, first.output
+    shown = pg_url.replace(":postgres@", ":***@")
+    assert first.stderr == f"created the kbes log in {shown}\n"
+    second = kbes_cli("kb", "create", "Billing", "--db", pg_url, views=views)
+    assert (second.exit_code, second.stderr) == (0, "")
+    listed = kbes_cli("kb", "list", "--db", pg_url, views=views)
+    assert [line.split()[1] for line in listed.stdout.splitlines()[2:]] == ["Support", "Billing"]
+
+
+def test_kb_create_refuses_at_once_what_it_could_not_finish(pg: PgServer, tmp_path: Path) -> None:
+    """Each refusal names the fix, comes from one direct connection (not the pool's 30 s of
+    retries), and leaves the database without a table."""
+    views = tmp_path / "views.sqlite"
+    owned_by_postgres = pg.create_database()
+    with psycopg.connect(pg.admin_url, autocommit=True) as conn:
+        conn.execute("DROP ROLE IF EXISTS kbes_guest")
+        conn.execute("CREATE ROLE kbes_guest LOGIN")  # PostgreSQL 15+: no CREATE on public
+    guest = owned_by_postgres.replace("postgres:postgres@", "kbes_guest:pw@")
+    missing = owned_by_postgres.rsplit("/", 1)[0] + "/kbes_no_such_database"
+    cases = [
+        (guest, "role 'kbes_guest' may not create kbes's tables in schema 'public'"),
+        (guest, "make the role the database's owner (createdb -O kbes_guest "),
+        (owned_by_postgres + "?schema=nope", "has no schema 'nope' for kbes's log"),
+        (missing, '"kbes_no_such_database" does not exist'),
+    ]
+    for url, words in cases:
+        result = kbes_cli("kb", "create", "Support", "--db", url, views=views)
+        assert result.exit_code == 2, result.output
+        assert words in result.stderr
+        assert ":pw@" not in result.stderr and ":postgres@" not in result.stderr
+    assert user_tables(owned_by_postgres) == 0
+    assert not views.exists()
+
+    # Views already built from one log are refused before a second log is created beside them.
+    made = kbes_cli("kb", "create", "First", "--db", pg.create_database(), views=views)
+    assert made.exit_code == 0, made.output
+    second = pg.create_database()
+    refused = kbes_cli("kb", "create", "Second", "--db", second, views=views)
+    assert refused.exit_code == 2
+    assert f"KBES_VIEWS={views} holds the views of another event log" in refused.stderr
+    assert user_tables(second) == 0
 
 
 # The four tools -----------------------------------------------------------------------------
