@@ -224,9 +224,12 @@ class KnowledgeBaseStore(Application):
 
     def get_article(self, article_id: UUID | str) -> Article:
         try:
-            return self.repository.get(_uuid(article_id, "article_id"), projector_func=_project)
+            article = self.repository.get(_uuid(article_id, "article_id"), projector_func=_project)
         except AggregateNotFoundError:
-            raise NotFound(f"no article {article_id}") from None
+            article = None
+        if not isinstance(article, Article):  # none, or a knowledge base's or receipt's id
+            raise NotFound(f"no article {article_id}")
+        return article
 
     def _save_one(self, article: Article) -> int:
         recordings = self.save(article)
@@ -253,9 +256,11 @@ class KnowledgeBaseStore(Application):
             raise NotFound(_no_knowledge_base(knowledge_base_id))
         if kb not in self._known_knowledge_bases:
             try:
-                self.repository.get(kb)
+                found = self.repository.get(kb)
             except AggregateNotFoundError:
-                raise NotFound(_no_knowledge_base(knowledge_base_id)) from None
+                found = None
+            if not isinstance(found, KnowledgeBase):  # none, or an article's or receipt's id
+                raise NotFound(_no_knowledge_base(knowledge_base_id))
             self._known_knowledge_bases.add(kb)
         return kb
 
@@ -444,10 +449,14 @@ class KnowledgeBaseStore(Application):
 
     def _editable_article(self, kb: UUID, article_id: UUID, raw_id: str) -> Article:
         try:
-            article: Article = self.repository.get(article_id, projector_func=_project)
+            article = self.repository.get(article_id, projector_func=_project)
         except AggregateNotFoundError:
             raise NotFound(_no_article(raw_id)) from None
-        if article.knowledge_base_id != kb or not article.ever_published:
+        if (
+            not isinstance(article, Article)  # a knowledge base's or an edit receipt's id
+            or article.knowledge_base_id != kb
+            or not article.ever_published
+        ):
             raise NotFound(_no_article(raw_id))
         if not article.published:
             raise Gone(

@@ -250,4 +250,7 @@ def test_show_and_history_give_a_person_every_version_drafts_included(
         result = runner.invoke(main, ["article", command, "--kb", other, article_id])
         assert result.exit_code == 1
         assert f"not_found: article {article_id} is not in knowledge base {other}" in result.output
+        # A knowledge base's id in the article's place is not an article (nor a traceback).
+        result = runner.invoke(main, ["article", command, "--kb", kb, kb])
+        assert (result.exit_code, result.stderr) == (1, f"Error: not_found: no article {kb}\n")
     assert head(db_path) == before  # reading writes nothing

@@ -12,6 +12,7 @@ from tool_calls import call, fails
 from kbes import KnowledgeBaseStore, call_tool
 from kbes.clock import parse_timestamp
 from kbes.errors import KbesError
+from kbes.receipt import receipt_id
 
 
 @pytest.fixture
@@ -282,6 +283,30 @@ def test_article_from_another_knowledge_base_is_not_found(store, kb, articles) -
         store, "read_knowledge_article", knowledge_base_id=other, article_id=articles["reset"]
     )
     assert error["code"] == "not_found"
+
+
+def test_an_id_of_another_kind_of_aggregate_is_not_found(store, kb, articles) -> None:
+    """Knowledge bases, articles and edit receipts share one id space in the log: an article's
+    id where a knowledge base's belongs, or the reverse, or a receipt's, is simply not found."""
+    reset = articles["reset"]
+    version = call(store, "read_knowledge_article", knowledge_base_id=kb, article_id=reset)
+    edit = {"content": "x", "expected_version": version["updated_at"], "idempotency_key": "k1"}
+    call(store, "edit_knowledge_article", knowledge_base_id=kb, article_id=reset, **edit)
+    receipt = str(receipt_id(uuid.UUID(kb), "k1"))  # the EditReceipt aggregate that edit wrote
+    head = store.recorder.max_notification_id()
+    for wrong in (kb, receipt):
+        for name, arguments in [
+            ("read_knowledge_article", {"knowledge_base_id": kb, "article_id": wrong}),
+            ("edit_knowledge_article", {"knowledge_base_id": kb, "article_id": wrong, **edit,
+                                        "idempotency_key": f"k-{wrong}"}),
+        ]:  # fmt: skip
+            assert fails(store, name, **arguments)["code"] == "not_found", (name, wrong)
+        for name, arguments in [
+            ("search_knowledge_base", {"knowledge_base_id": reset, "query": "password"}),
+            ("poll_resource_events", {"resource_type": "knowledge_base", "resource_id": reset}),
+        ]:
+            assert fails(store, name, **arguments)["code"] == "not_found", name
+    assert store.recorder.max_notification_id() == head  # nothing written
 
 
 GOOD_EDIT = {
