@@ -46,6 +46,7 @@ def within(module: str, package: str) -> bool:
 
 @pytest.mark.parametrize("folder", ["kbes", "projections", "sims"])
 def test_nothing_imports_the_cli(folder: str) -> None:
+    assert imports(folder), f"no imports read from {folder}/"
     assert [i for i in imports(folder) if within(i[1], "kbes.cli")] == []
 
 
@@ -65,6 +66,7 @@ def test_the_domain_reaches_the_projections_only_through_the_application_wiring(
 def test_the_simulations_use_the_public_api_only() -> None:
     """`sims/` drives the same tool layer the MCP server serves: `from kbes import ...` of the
     names kbes exports, and its own modules; never the application's or the views' insides."""
+    assert any(module == "kbes" for _, module, _ in imports("sims"))
     stray = [
         (file, module, name)
         for file, module, name in imports("sims")
@@ -91,6 +93,11 @@ def test_a_built_wheel_holds_every_source_file_under_the_kbes_namespace(tmp_path
         text=True,
         timeout=300,
     )
+    if built.returncode != 0 and "No matching distribution found for setuptools" in built.stderr:
+        pytest.skip(
+            "building the wheel needs setuptools >= 68 from a package index, and none answered "
+            "(pip install works the same way)"
+        )
     assert built.returncode == 0, built.stderr
     [wheel] = tmp_path.glob("kbes-*.whl")
     names = set(zipfile.ZipFile(wheel).namelist())
