@@ -5,6 +5,7 @@ from __future__ import annotations
 import functools
 import os
 import re
+import shlex
 import sqlite3
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import closing, contextmanager
@@ -16,14 +17,12 @@ import msgspec
 
 from kbes.application import GRANTS_HINT, KnowledgeBaseStore, open_store
 from kbes.errors import KbesError
-from kbes.urls import POSTGRES_EXTRA, redact
+from kbes.urls import MISTYPED_URL, POSTGRES_EXTRA, redact
 
 F = TypeVar("F", bound=Callable[..., Any])
 
 
 POSTGRES_SCHEMES = ("postgresql://", "postgres://")
-MISSING_COLON = re.compile(r"(?i)postgres(ql)?(//|:(?!//))")
-"""`postgresql//...` or `postgres:/...`: a URL mistyped, not a file path."""
 CREATE_INSTEAD = "create one with `kbes kb create NAME`"
 """How to get a database, for the refusal of a command that needs one."""
 
@@ -80,8 +79,8 @@ def require_database(db: str, *, create: bool = False, instead: str = CREATE_INS
     alternative = f", or {instead}" if instead else ""
     if db.lower().startswith(POSTGRES_SCHEMES):
         return require_postgres_log(db, alternative, create=create)
-    if MISSING_COLON.match(db):
-        scheme = db.split("/", 1)[0].rstrip(":")
+    if MISTYPED_URL.match(db):
+        scheme = db.split("/", 1)[0].split(":", 1)[0]
         raise NoDatabase(
             f"--db {redact(db)!r} is not a URL: write {scheme}://user:password@host:port/dbname "
             "(a colon and two slashes after the scheme)"
@@ -153,35 +152,50 @@ def require_postgres_log(url: str, alternative: str, *, create: bool = False) ->
             password=setting("POSTGRES_PASSWORD"),
             connect_timeout=max(1, round(float(setting("POSTGRES_CONNECT_TIMEOUT", "5")))),
         ) as conn:
-            name = sql.Identifier(schema, table).as_string(conn)
-            row = conn.execute(
-                "SELECT to_regclass(%s) IS NOT NULL, current_user, "
-                "(SELECT has_schema_privilege(oid, 'CREATE') FROM pg_namespace "
-                "WHERE nspname = %s)",
-                (name, schema),
-            ).fetchone()
+            role = str(conn.execute("SELECT current_user").fetchone()[0])  # type: ignore[index]
+            where, who = sql_name(schema), sql_name(role)
+            usage, may_create = conn.execute(
+                "SELECT has_schema_privilege(oid, 'USAGE'), has_schema_privilege(oid, 'CREATE') "
+                "FROM pg_namespace WHERE nspname = %s",
+                (schema,),
+            ).fetchone() or (None, None)
+            if usage is False:
+                raise NoDatabase(
+                    f"role {role!r} may not use schema {schema!r} of database {redact(url)!r}; "
+                    f"GRANT USAGE{', CREATE' if create else ''} ON SCHEMA {where} TO {who}"
+                )
+            exists = False
+            if usage is not None:
+                found = conn.execute(
+                    "SELECT to_regclass(%s) IS NOT NULL",
+                    (sql.Identifier(schema, table).as_string(conn),),
+                ).fetchone()
+                exists = bool(found and found[0])
     except (psycopg.Error, ValueError) as e:
         message = one_line(str(e)).replace(url, redact(url))
         raise NoDatabase(
             f"cannot open database {redact(url)!r} (--db / KBES_DB): {message}"
         ) from None
-    assert row is not None
-    exists, role, may_create = row
     if exists:
         return True
     if create:
         dbname = setting("POSTGRES_DBNAME")
-        if may_create is None:
+        if usage is None:
             raise NoDatabase(
                 f"database {redact(url)!r} has no schema {schema!r} for kbes's log; create it "
-                f"(CREATE SCHEMA {schema} AUTHORIZATION {role}) or drop ?schema= from the URL"
+                f"(CREATE SCHEMA {where} AUTHORIZATION {who}) or drop ?schema= from the URL"
             )
         if not may_create:
+            # Since PostgreSQL 15 only the database's owner may create in `public`.
+            owner = (
+                f"make the role the database's owner (createdb -O {shlex.quote(role)} "
+                f"{shlex.quote(dbname)}, or ALTER DATABASE {sql_name(dbname)} OWNER TO {who}) or "
+                if schema == "public"
+                else ""
+            )
             raise NoDatabase(
                 f"role {role!r} may not create kbes's tables in schema {schema!r} of database "
-                f"{dbname!r}; make the role the database's owner (createdb -O {role} "
-                f"{dbname}, or ALTER DATABASE {dbname} OWNER TO {role}) or GRANT CREATE ON "
-                f"SCHEMA {schema} TO {role}"
+                f"{dbname!r}; {owner}GRANT CREATE ON SCHEMA {where} TO {who}"
             )
         refuse_foreign_views()
         return False
@@ -192,6 +206,14 @@ def require_postgres_log(url: str, alternative: str, *, create: bool = False) ->
             f"{alternative}"
         )
     return True
+
+
+def sql_name(name: str) -> str:
+    """An identifier as it must be typed in psql: quoted unless lower case already (an
+    unquoted `Mixed` would name `mixed`)."""
+    if re.fullmatch(r"[a-z_][a-z0-9_$]*", name):
+        return name
+    return '"' + name.replace('"', '""') + '"'
 
 
 def refuse_foreign_views() -> None:

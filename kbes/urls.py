@@ -9,14 +9,18 @@ POSTGRES_EXTRA = "pip install '.[postgres]' in kbes's source folder"
 """How to get psycopg 3 and its pool for a postgresql:// --db, kbes being installed from its
 source (it is not on a package index)."""
 
-_PASSWORD = re.compile(r"([^/@:\s]+:)[^@/\s:]*@")
-"""`user:password@` anywhere in a string that is not a well-formed URL."""
+MISTYPED_URL = re.compile(r"(?i)(postgres(?:ql)?(?://|:(?!//))/*)([^:@/]*:)?(.*)@")
+"""`postgresql//user:pass@host/db` or `postgres:/...@...`: a URL missing its `:` or a `/`
+(with an `@`, so not a file path); groups: the scheme part, `user:`, the password."""
 
 
 def redact(url: str) -> str:
     """`postgresql://user:secret@host/db` -> `postgresql://user:***@host/db`; paths unchanged."""
     if "://" not in url:
-        return _PASSWORD.sub(r"\1***@", url)  # a mistyped URL (`postgresql//u:p@h/db`) too
+        mistyped = MISTYPED_URL.match(url)
+        if mistyped and mistyped.group(2):  # the password is all up to the last `@`
+            return f"{mistyped.group(1)}{mistyped.group(2)}***@{url[mistyped.end() :]}"
+        return url
     parts = urlsplit(url)
     if parts.password is None:
         return url

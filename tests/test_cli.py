@@ -367,6 +367,18 @@ def test_a_database_of_another_kind_is_refused_and_left_alone(tmp_path: Path) ->
     assert junk.read_text() == "not a database\n"
 
 
+def test_a_file_named_like_a_scheme_is_still_a_file(tmp_path: Path, monkeypatch) -> None:
+    """Only a string with an `@` is taken for a mistyped URL; `postgres//kb.sqlite` is a path."""
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "postgres").mkdir()
+    for path in ("postgres//kb.sqlite", "postgresql:kb.sqlite"):
+        created = CliRunner().invoke(main, ["kb", "create", "X", "--db", path])
+        assert created.exit_code == 0, created.output
+        assert created.stderr == f"created the kbes database {path}\n"
+    assert (tmp_path / "postgres" / "kb.sqlite").is_file()
+    assert (tmp_path / "postgresql:kb.sqlite").is_file()
+
+
 def test_not_found_at_the_shell_points_at_kb_list(runner: CliRunner) -> None:
     ok(runner, "kb", "create", "Support")
     result = runner.invoke(main, ["article", "list", "--kb", SOME_ID])

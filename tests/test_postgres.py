@@ -133,14 +133,27 @@ def test_kb_create_refuses_at_once_what_it_could_not_finish(pg: PgServer, tmp_pa
     with psycopg.connect(pg.admin_url, autocommit=True) as conn:
         conn.execute("DROP ROLE IF EXISTS kbes_guest")
         conn.execute("CREATE ROLE kbes_guest LOGIN")  # PostgreSQL 15+: no CREATE on public
+    with psycopg.connect(owned_by_postgres, autocommit=True) as conn:
+        conn.execute("CREATE SCHEMA other")  # the guest may use it, not create in it
+        conn.execute("GRANT USAGE ON SCHEMA other TO kbes_guest")
+        conn.execute("CREATE SCHEMA hidden")  # the guest may not even use it
     guest = owned_by_postgres.replace("postgres:postgres@", "kbes_guest:pw@")
     missing = owned_by_postgres.rsplit("/", 1)[0] + "/kbes_no_such_database"
+    dbname = owned_by_postgres.rsplit("/", 1)[1]
     cases = [
-        (guest, "role 'kbes_guest' may not create kbes's tables in schema 'public'"),
-        (guest, "make the role the database's owner (createdb -O kbes_guest "),
+        (guest, "role 'kbes_guest' may not create kbes's tables in schema 'public' of database "
+         f"'{dbname}'; make the role the database's owner (createdb -O kbes_guest {dbname}, or "
+         f"ALTER DATABASE {dbname} OWNER TO kbes_guest) or GRANT CREATE ON SCHEMA public TO "
+         "kbes_guest\n"),
+        # Owning the database grants nothing in another schema: only the GRANT is named.
+        (guest + "?schema=other", "may not create kbes's tables in schema 'other' of database "
+         f"'{dbname}'; GRANT CREATE ON SCHEMA other TO kbes_guest\n"),
+        (guest + "?schema=hidden", "role 'kbes_guest' may not use schema 'hidden' of database "),
+        (guest + "?schema=hidden", "; GRANT USAGE, CREATE ON SCHEMA hidden TO kbes_guest\n"),
         (owned_by_postgres + "?schema=nope", "has no schema 'nope' for kbes's log"),
+        (owned_by_postgres + "?schema=Mixed", 'CREATE SCHEMA "Mixed" AUTHORIZATION postgres'),
         (missing, '"kbes_no_such_database" does not exist'),
-    ]
+    ]  # fmt: skip
     for url, words in cases:
         result = kbes_cli("kb", "create", "Support", "--db", url, views=views)
         assert result.exit_code == 2, result.output

@@ -14,6 +14,11 @@ def test_redact() -> None:
     )
     assert redact("postgresql://kb@db.local/kb") == "postgresql://kb@db.local/kb"
     assert redact("./kbes.sqlite") == "./kbes.sqlite"
+    # A URL missing its colon or a slash is still masked, the whole password up to the last @.
+    assert redact("postgresql//kb:pa/ss@h/db") == "postgresql//kb:***@h/db"
+    assert redact("postgres:kb:p:ss@h/db") == "postgres:kb:***@h/db"
+    # File paths with a colon and an @ are paths, left alone.
+    assert redact("/data/run:2024@nightly/kb.sqlite") == "/data/run:2024@nightly/kb.sqlite"
 
 
 def test_unreachable_database_error_hides_the_password() -> None:
