@@ -75,11 +75,14 @@ LOG_LEVELS = ("debug", "info", "warning", "error")
     type=click.Path(exists=True, dir_okay=False),
     metavar="FILE",
     envvar="KBES_APPROVAL_KEYS",
+    show_envvar=True,
     help="With --http and --edits ask: the secrets that seal the approval round trip of MCP "
     "2026-07-28 clients, so that when several kbes serve share FILE, the user's answer may "
     "reach any of them (behind one load balancer, or after a restart). One secret of at "
-    "least 32 bytes per line, the first sealing and every line unsealing: rotate by adding "
-    "a new first line. Default: a key of this process alone.",
+    "least 32 bytes per line, the first sealing and every line unsealing (rotation: see the "
+    "README). Servers with --tokens must also share the tokens file: an approval is bound to "
+    "the token's NAME. Default: a key of this process alone (KBES_APPROVAL_KEYS is ignored "
+    "over stdio).",
 )
 @click.option(
     "--edits",
@@ -152,9 +155,13 @@ def serve(
             "loopback (the default host)."
         )
     if approval_keys_file and not http:
-        raise click.UsageError(
-            "--approval-keys applies to --http; over stdio one process serves the whole session"
-        )
+        source = click.get_current_context().get_parameter_source("approval_keys_file")
+        if source != click.core.ParameterSource.ENVIRONMENT:
+            raise click.UsageError(
+                "--approval-keys applies to --http; over stdio one process serves the whole "
+                "session"
+            )
+        approval_keys_file = None  # KBES_APPROVAL_KEYS set for the HTTP servers of a shell
     approval_keys = load_approval_keys(approval_keys_file) if approval_keys_file else None
     tokens = load_tokens(tokens_file) if tokens_file else None
     configure_logging(log_level, tokens)

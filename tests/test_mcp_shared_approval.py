@@ -25,6 +25,7 @@ from mcp_harness import (
     http_server,
     run_kbes,
     seed,
+    stdio_client,
 )
 
 from kbes.server import APPROVAL_KEY
@@ -78,10 +79,13 @@ def edit_arguments(data: Seed, key: str) -> dict[str, Any]:
     }
 
 
-async def ask(server: HttpServer, arguments: dict[str, Any]) -> types.InputRequiredResult:
+async def ask(
+    server: HttpServer, arguments: dict[str, Any], token: str | None = None
+) -> types.InputRequiredResult:
     """The first round of the edit on `server`: the approval question and its sealed state."""
     # A client that can ask its user (elicitation), else the server answers approval_required.
-    async with http_client(server.url, mode="auto", elicitation_callback=Elicitations()) as client:
+    user = Elicitations()
+    async with http_client(server.url, token, mode="auto", elicitation_callback=user) as client:
         asked = await client.session.call_tool(
             "edit_knowledge_article", arguments, allow_input_required=True
         )
@@ -92,12 +96,15 @@ async def ask(server: HttpServer, arguments: dict[str, Any]) -> types.InputRequi
 
 
 async def answer(
-    server: HttpServer, arguments: dict[str, Any], asked: types.InputRequiredResult
+    server: HttpServer,
+    arguments: dict[str, Any],
+    asked: types.InputRequiredResult,
+    token: str | None = None,
 ) -> types.CallToolResult:
     """The user's acceptance, sent with the sealed state to `server`."""
     accepted = types.ElicitResult(action="accept", content={})
     user = Elicitations("decline")  # asked again, the user would say no: it must not be asked
-    async with http_client(server.url, mode="auto", elicitation_callback=user) as client:
+    async with http_client(server.url, token, mode="auto", elicitation_callback=user) as client:
         result = await client.call_tool(
             "edit_knowledge_article",
             arguments,
@@ -114,13 +121,16 @@ def leaves(group: BaseExceptionGroup[Any]) -> Iterator[Any]:
 
 
 async def refusal(
-    server: HttpServer, arguments: dict[str, Any], asked: types.InputRequiredResult
+    server: HttpServer,
+    arguments: dict[str, Any],
+    asked: types.InputRequiredResult,
+    token: str | None = None,
 ) -> MCPError:
     """The protocol error `server` answers the acceptance with (the SDK client raises it inside
     its task group, so it arrives in an exception group)."""
     refused: list[MCPError] = []
     try:
-        await answer(server, arguments, asked)
+        await answer(server, arguments, asked, token)
     except* MCPError as group:
         refused = list(leaves(group))
     assert len(refused) == 1, "the server wrote an edit it should have refused"
@@ -153,6 +163,49 @@ async def test_a_server_without_the_key_refuses_the_approval_and_writes_nothing(
     changed = {**arguments, "content": "Something the user never saw."}
     assert (await refusal(servers["peer"], changed, asked)).code == types.INVALID_PARAMS
     assert event_count(data.db) == before
+
+
+ALICE, BOB = secrets.token_urlsafe(24), secrets.token_urlsafe(24)
+
+
+@pytest.fixture(scope="module")
+def token_servers(data: Seed) -> Iterator[tuple[HttpServer, HttpServer]]:
+    """Two servers sharing the approval key and the tokens file."""
+    folder = data.db.parent
+    tokens = folder / "tokens.txt"
+    tokens.write_text(f"alice {ALICE} *\nbob {BOB} *\n")
+    serve = ("--grant", data.kb, "--edits", "ask", "--tokens", str(tokens))
+    keys = keys_file(folder / "keys-tokens.txt", secrets.token_hex(32))
+    with (
+        http_server(data.db, *serve, "--approval-keys", keys) as first,
+        http_server(data.db, *serve, "--approval-keys", keys) as second,
+    ):
+        yield first, second
+
+
+async def test_with_tokens_an_approval_is_the_token_holders_alone(
+    data: Seed, token_servers: tuple[HttpServer, HttpServer]
+) -> None:
+    first, second = token_servers
+    arguments = edit_arguments(data, "alice-on-two-servers")
+    asked = await ask(first, arguments, ALICE)
+    before = event_count(data.db)
+    # Bob cannot spend Alice's approval, even on a server that shares the key.
+    assert (await refusal(second, arguments, asked, BOB)).code == types.INVALID_PARAMS
+    assert event_count(data.db) == before
+    edited = body(await answer(second, arguments, asked, ALICE))
+    assert edited["replay"] is False
+    assert event_count(data.db) == before + 2  # the Saved event and its receipt
+
+
+async def test_approval_keys_from_the_environment_are_ignored_over_stdio(
+    data: Seed, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """KBES_APPROVAL_KEYS exported for a shell's HTTP servers does not stop a stdio server."""
+    monkeypatch.setenv("KBES_APPROVAL_KEYS", keys_file(tmp_path / "k.txt", secrets.token_hex(32)))
+    async with stdio_client(data.db, "--grant", data.kb) as client:
+        listed = await client.list_tools()
+    assert "edit_knowledge_article" in {tool.name for tool in listed.tools}
 
 
 @pytest.mark.parametrize(
