@@ -39,12 +39,13 @@ class Worker:
     """A crash_worker process, its JSON lines read by a thread so a test can wait with a
     timeout."""
 
-    def __init__(self, *args: str) -> None:
+    def __init__(self, *args: str, env: dict[str, str] | None = None) -> None:
         self.process = subprocess.Popen(
             [sys.executable, str(WORKER), *args],
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
             text=True,
+            env=None if env is None else {**os.environ, **env},
         )
         LIVE.append(self)
         self.lines: queue.Queue[dict[str, Any] | None] = queue.Queue()
@@ -228,31 +229,34 @@ def test_an_edit_killed_inside_its_transaction_leaves_nothing(db: str, tmp_path:
         store.close()
 
 
-def test_an_import_killed_inside_its_transaction_writes_nothing(tmp_path: Path) -> None:
-    db = str(tmp_path / "import.sqlite")
+def test_an_import_killed_inside_its_transaction_writes_nothing(db: str, tmp_path: Path) -> None:
     kb, _, _ = setup_articles(db, tmp_path, 0)
     folder = tmp_path / "docs"
     folder.mkdir()
     for i in range(40):
         (folder / f"page-{i}.md").write_text(f"# Page {i}\n\nText of page {i}.\n", encoding="utf-8")
-    store = open_store(db)
+    store = reopen(db, tmp_path)
     head = store.recorder.max_notification_id()
     store.close()
     args = ["import", str(folder), "--kb", kb, "--publish", "--db", db]
-    worker = Worker("kbes", "--hang-at", "0", "--", *args)
+    # The `kbes` processes' views (a PostgreSQL log's are a local file; SQLite's are in the db).
+    env = {"KBES_VIEWS": worker_views(db, tmp_path, "cli")}
+    worker = Worker("kbes", "--hang-at", "0", "--", *args, env=env)
     worker.wait_for(lambda line: line.get("state") == HANGING)
     assert worker.seen[-1]["events"] == 80  # every Drafted and Published, one transaction
     worker.kill()
 
     integrity(db)
-    store = open_store(db)
+    store = reopen(db, tmp_path)
     try:
         assert store.recorder.max_notification_id() == head
         store.catch_up()
         assert store.views.articles(kb) == []
     finally:
         store.close()
-    again = subprocess.run([KBES, *args], capture_output=True, text=True, check=True)
+    again = subprocess.run(
+        [KBES, *args], capture_output=True, text=True, check=True, env={**os.environ, **env}
+    )
     assert again.stdout.splitlines()[-1] == "40 added, 0 saved, 40 published, 0 unchanged"
 
 
