@@ -12,6 +12,12 @@ from kbes import KnowledgeBaseStore, open_store
 
 
 @pytest.fixture
+def anyio_backend() -> str:
+    """The MCP tests' event loop (`pytest.mark.anyio`): asyncio, as the SDK's own tests use."""
+    return "asyncio"
+
+
+@pytest.fixture
 def db_path(tmp_path: Path) -> Path:
     return tmp_path / "kbes.sqlite"
 

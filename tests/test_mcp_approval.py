@@ -29,11 +29,6 @@ pytestmark = pytest.mark.anyio
 TRANSPORTS = [("stdio", "auto"), ("stdio", "legacy"), ("http", "auto"), ("http", "legacy")]
 
 
-@pytest.fixture
-def anyio_backend() -> str:
-    return "asyncio"
-
-
 @pytest.fixture(scope="module")
 def data(tmp_path_factory: pytest.TempPathFactory) -> Seed:
     return seed(tmp_path_factory.mktemp("approval") / "kbes.sqlite")

@@ -27,11 +27,6 @@ pytestmark = pytest.mark.anyio
 CLIENTS = 5
 
 
-@pytest.fixture
-def anyio_backend() -> str:
-    return "asyncio"
-
-
 @pytest.fixture(scope="module")
 def data(tmp_path_factory: pytest.TempPathFactory) -> Seed:
     return seed(tmp_path_factory.mktemp("concurrency") / "kbes.sqlite")

@@ -38,11 +38,6 @@ from kbes.tools import TOOLS, Tool
 pytestmark = pytest.mark.anyio
 
 
-@pytest.fixture
-def anyio_backend() -> str:
-    return "asyncio"
-
-
 @pytest.fixture(scope="module")
 def data(tmp_path_factory: pytest.TempPathFactory) -> Seed:
     return seed(tmp_path_factory.mktemp("contract") / "kbes.sqlite")

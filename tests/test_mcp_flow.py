@@ -90,11 +90,6 @@ DESCRIPTIONS_SAY = {
 
 
 @pytest.fixture
-def anyio_backend() -> str:
-    return "asyncio"
-
-
-@pytest.fixture
 def data(tmp_path: Path) -> Seed:
     return seed(tmp_path / "kbes.sqlite")
 

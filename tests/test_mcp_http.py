@@ -44,11 +44,6 @@ INITIALIZE = {
 }
 
 
-@pytest.fixture
-def anyio_backend() -> str:
-    return "asyncio"
-
-
 @pytest.fixture(scope="module")
 def data(tmp_path_factory: pytest.TempPathFactory) -> Seed:
     return seed(tmp_path_factory.mktemp("http") / "kbes.sqlite")

@@ -33,11 +33,6 @@ from kbes.server import APPROVAL_KEY
 pytestmark = pytest.mark.anyio
 
 
-@pytest.fixture
-def anyio_backend() -> str:
-    return "asyncio"
-
-
 @pytest.fixture(scope="module")
 def data(tmp_path_factory: pytest.TempPathFactory) -> Seed:
     return seed(tmp_path_factory.mktemp("shared-approval") / "kbes.sqlite")
