@@ -341,6 +341,8 @@ class KnowledgeBaseStore(Application):
                 return replay
             raise _version_conflict(article, request.expected_version)
         title = None if isinstance(request.title, msgspec.UnsetType) else request.title
+        if request.content == article.content and title in (None, article.title):
+            return self._unchanged(kb, article, request.idempotency_key, fingerprint)
         article.save(request.content, title, at=next_timestamp(self.clock, article.updated_at))
         receipt = EditReceipt.record(
             knowledge_base_id=kb,
@@ -433,6 +435,29 @@ class KnowledgeBaseStore(Application):
                 )
             )
         return events, head
+
+    def _unchanged(self, kb: UUID, article: Article, key: str, fingerprint: str) -> EditResult:
+        """An edit that would change neither content nor title: no article event, so the
+        version stays and no citation of it turns stale for nothing (as a person's no-op save);
+        the receipt is still recorded, so a retry of the call replays this answer and the key
+        stays bound to this request."""
+        receipt = EditReceipt.record(
+            knowledge_base_id=kb,
+            idempotency_key=key,
+            article_id=article.id,
+            fingerprint=fingerprint,
+            title=article.title,
+            updated_at=article.updated_at,
+            at=next_timestamp(self.clock, None),
+        )
+        try:
+            self.save(receipt)
+        except IntegrityError:  # the key was used before: a replay, or a reuse refused
+            replay = self._replay(kb, key, fingerprint)
+            if replay is None:
+                raise
+            return replay
+        return _edit_result(kb, article.id, article.title, article.updated_at, replay=False)
 
     def _replay(self, kb: UUID, key: str, fingerprint: str) -> EditResult | None:
         try:

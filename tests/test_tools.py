@@ -143,6 +143,39 @@ def test_edit_cas_replay_and_conflict(store, kb, articles) -> None:
     assert now["content"] == "New steps." and now["updated_at"] == first["updated_at"]
 
 
+def test_an_edit_that_changes_nothing_keeps_the_version(store, kb, articles) -> None:
+    """Content and title as they are: no article event, so every citation of the version
+    stays current and the feed shows nothing; the receipt still binds the key to the call."""
+    read = call(store, "read_knowledge_article", knowledge_base_id=kb, article_id=articles["reset"])
+    feed = {"resource_type": "knowledge_base", "resource_id": kb}
+    cursor = call(store, "poll_resource_events", **feed)["next_sequence"]
+    head = store.recorder.max_notification_id()
+    same = dict(
+        knowledge_base_id=kb,
+        article_id=articles["reset"],
+        content=read["content"],
+        expected_version=read["updated_at"],
+        idempotency_key="no-op",
+    )
+    for request in (same, {**same, "title": read["title"], "idempotency_key": "no-op-titled"}):
+        result = call(store, "edit_knowledge_article", **request)
+        assert result["replay"] is False
+        assert result["updated_at"] == read["updated_at"] == result["citation"]["updated_at"]
+    assert store.recorder.max_notification_id() == head + 2  # two receipts, no article event
+    assert call(store, "poll_resource_events", **feed, after_sequence=cursor)["events"] == []
+    again = call(store, "edit_knowledge_article", **same)
+    assert (again["replay"], again["updated_at"]) == (True, read["updated_at"])
+    reused = fails(store, "edit_knowledge_article", **{**same, "content": "Changed after all."})
+    assert reused["code"] == "idempotency_key_reused"
+    assert store.recorder.max_notification_id() == head + 2
+    # A changed title alone is a change: one Retitled event.
+    retitled = call(store, "edit_knowledge_article", **{**same, "title": "Reset it",
+                                                        "idempotency_key": "retitle"})  # fmt: skip
+    assert retitled["updated_at"] > read["updated_at"]
+    events = call(store, "poll_resource_events", **feed, after_sequence=cursor)["events"]
+    assert [e["type"] for e in events] == ["retitled"]
+
+
 def test_expected_version_compares_as_an_instant(store, kb, articles) -> None:
     read = call(store, "read_knowledge_article", knowledge_base_id=kb, article_id=articles["reset"])
     instant = parse_timestamp(read["updated_at"])
