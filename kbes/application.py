@@ -241,7 +241,10 @@ class KnowledgeBaseStore(Application):
         kb = self._knowledge_base_uuid(knowledge_base_id)
         article = self.get_article(article_id)
         if article.knowledge_base_id != kb:
-            raise NotFound(f"article {article_id} is not in knowledge base {kb}")
+            raise NotFound(
+                f"article {article_id} is not in knowledge base {kb}; "
+                f"`kbes article list --kb {kb}` lists its articles"
+            )
         return article
 
     def require_knowledge_base(self, knowledge_base_id: UUID | str) -> UUID:

@@ -125,8 +125,8 @@ class Tokens:
             parts = line.split()
             if len(parts) != 3:
                 raise TokensFileError(
-                    f"{where}: expected NAME TOKEN GRANTS (3 fields), found {len(parts)}. "
-                    + TOKENS_FILE_HELP.splitlines()[0]
+                    f"{where}: expected NAME TOKEN GRANTS (3 fields, separated by spaces), "
+                    f"found {len(parts)}"
                 )
             name, token, grants_text = parts
             if name in names:

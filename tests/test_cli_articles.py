@@ -249,7 +249,10 @@ def test_show_and_history_give_a_person_every_version_drafts_included(
     for command in ("show", "history"):
         result = runner.invoke(main, ["article", command, "--kb", other, article_id])
         assert result.exit_code == 1
-        assert f"not_found: article {article_id} is not in knowledge base {other}" in result.output
+        assert result.stderr == (
+            f"Error: not_found: article {article_id} is not in knowledge base {other}; "
+            f"`kbes article list --kb {other}` lists its articles\n"
+        )
         # A knowledge base's id in the article's place is not an article (nor a traceback).
         result = runner.invoke(main, ["article", command, "--kb", kb, kb])
         assert (result.exit_code, result.stderr) == (1, f"Error: not_found: no article {kb}\n")
