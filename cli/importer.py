@@ -26,8 +26,9 @@ def import_folder(
 ) -> None:
     """Import FOLDER's Markdown files (*.md, recursively), one article per file.
 
-    The title is the first '# ' heading, else the file name. Importing the same folder again
-    saves only the files that changed. The import is one transaction: all or nothing.
+    The title is the first '# ' heading, else the file name without .md. Importing the same
+    folder again saves only the files that changed (each line names the event it wrote). The
+    import is one transaction: all or nothing.
     """
     report = run_import(store, kb, folder, publish=publish)
     if as_json:
@@ -36,7 +37,8 @@ def import_folder(
     for key in report.added:
         click.echo(f"added      {report.article_ids[key]}  {key}")
     for key in report.saved:
-        click.echo(f"saved      {report.article_ids[key]}  {key}")
+        what = "retitled" if key in report.retitled else "saved"
+        click.echo(f"{what:<10} {report.article_ids[key]}  {key}")
     for key in report.left_unpublished:
         click.echo(f"unpublished (left as is) {report.article_ids[key]}  {key}")
     click.echo(

@@ -22,6 +22,8 @@ from kbes.errors import InvalidArgument
 class ImportReport:
     added: list[str] = field(default_factory=list)
     saved: list[str] = field(default_factory=list)
+    retitled: list[str] = field(default_factory=list)
+    """Those of `saved` whose heading changed: their one event is a `retitled`."""
     published: list[str] = field(default_factory=list)
     unchanged: list[str] = field(default_factory=list)
     left_unpublished: list[str] = field(default_factory=list)
@@ -76,6 +78,8 @@ def import_folder(
             report.added.append(key)
         else:
             if (article.title, article.content) != (title, content):
+                if article.title != title:
+                    report.retitled.append(key)
                 article.save(content, title, at=next_timestamp(store.clock, article.updated_at))
                 report.saved.append(key)
         if publish and not article.published:

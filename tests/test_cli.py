@@ -107,11 +107,16 @@ def test_reimport_saves_only_changed_files(runner: CliRunner, docs: Path) -> Non
     kb = ok(runner, "kb", "create", "Support").strip()
     ok(runner, "import", str(docs), "--kb", kb, "--publish")
     (docs / "billing.md").write_text("# Billing and invoices\n\nInvoices are emailed weekly.\n")
-    out = ok(runner, "import", str(docs), "--kb", kb, "--publish")
-    assert out.splitlines()[-1] == "0 added, 1 saved, 0 published, 2 unchanged"
-    assert out.splitlines()[0].startswith("saved ")
+    (docs / "two-factor.md").write_text("Use an authenticator app.\n")  # no heading: same title
+    out = ok(runner, "import", str(docs), "--kb", kb, "--publish").splitlines()
+    assert out[-1] == "0 added, 2 saved, 0 published, 1 unchanged"
+    # Each changed file is named with the event it got.
+    assert sorted((line.split()[0], line.split()[-1]) for line in out[:-1]) == [
+        ("retitled", "billing.md"), ("saved", "two-factor.md")
+    ]  # fmt: skip
     events = [json.loads(line) for line in ok(runner, "events", "--kb", kb, "--json").splitlines()]
-    assert [e["type"] for e in events] == ["published"] * 3 + ["retitled"]
+    assert sorted(e["type"] for e in events[3:]) == ["retitled", "saved"]
+    assert [e["type"] for e in events[:3]] == ["published"] * 3
 
 
 def test_draft_with_a_unique_word_is_invisible(runner: CliRunner) -> None:
