@@ -8,9 +8,9 @@ import click
 import msgspec
 
 from kbes.application import KnowledgeBaseStore
-from kbes.cli.options import json_option, print_table, with_store
+from kbes.cli.options import SEQUENCE, json_option, print_table, with_store
 from kbes.errors import InvalidArgument
-from kbes.wire import MAX_SEQUENCE, PollRequest
+from kbes.wire import PollRequest
 
 
 @click.command("events")
@@ -19,7 +19,7 @@ from kbes.wire import MAX_SEQUENCE, PollRequest
     "--after",
     default=0,
     show_default=True,
-    type=click.IntRange(min=0, max=MAX_SEQUENCE),
+    type=SEQUENCE,
     help="Show events after this sequence.",
 )
 @click.option("--follow", "-f", is_flag=True, help="Keep waiting for new events (Ctrl-C stops).")

@@ -9,10 +9,9 @@ import click
 from eventsourcing.application import AggregateNotFoundError
 
 from kbes.application import KnowledgeBaseStore
-from kbes.cli.options import existing_db_option, store_at
+from kbes.cli.options import SEQUENCE, existing_db_option, store_at
 from kbes.knowledge_base import KnowledgeBase
 from kbes.log_export import export_log
-from kbes.wire import MAX_SEQUENCE
 
 
 @click.group("log")
@@ -27,7 +26,7 @@ def log() -> None:
     "--after",
     default=0,
     show_default=True,
-    type=click.IntRange(min=0, max=MAX_SEQUENCE),
+    type=SEQUENCE,
     help="Only events after this sequence (append to an earlier export).",
 )
 @click.option(

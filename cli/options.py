@@ -18,6 +18,7 @@ import msgspec
 from kbes.application import GRANTS_HINT, KnowledgeBaseStore, open_store
 from kbes.errors import KbesError
 from kbes.urls import MISTYPED_URL, POSTGRES_EXTRA, redact
+from kbes.wire import MAX_SEQUENCE
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -62,6 +63,32 @@ def _db_option(text: str) -> Callable[[F], F]:
         type=click.Path(dir_okay=False),
         help=text,
     )
+
+
+class SequenceNumber(click.ParamType):
+    """A position in the notification log, as `--after` takes it: a whole number from 0."""
+
+    name = "sequence"
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> int:
+        if isinstance(value, int):
+            number = value
+        else:
+            try:
+                number = int(str(value).strip())
+            except ValueError:
+                number = -1
+        if not 0 <= number <= MAX_SEQUENCE:
+            self.fail(
+                f"{value!r} is not a sequence number: give a whole number from 0 (the start of "
+                "the log) up to 2**63 - 1, such as the last sequence you saw",
+                param,
+                ctx,
+            )
+        return number
+
+
+SEQUENCE = SequenceNumber()
 
 
 def json_option(func: F) -> F:
