@@ -125,6 +125,27 @@ def test_kb_create_makes_the_log_and_says_so_once(pg_url: str, tmp_path: Path) -
     assert [line.split()[1] for line in listed.stdout.splitlines()[2:]] == ["Support", "Billing"]
 
 
+def test_article_show_and_history_read_the_shared_log(pg_url: str, tmp_path: Path) -> None:
+    views = tmp_path / "views.sqlite"
+    kb = kbes_cli("kb", "create", "Support", "--db", pg_url, views=views).stdout.strip()
+    article = kbes_cli("article", "add", "--kb", kb, "--title", "Refunds", "--content", "5 days.",
+                       "--publish", "--db", pg_url, views=views).stdout.strip()  # fmt: skip
+    saved = kbes_cli("article", "save", "--kb", kb, article, "--content", "7 days.",
+                     "--db", pg_url, views=views)  # fmt: skip
+    assert saved.exit_code == 0, saved.output
+    # Another process, with views of its own, reads the versions from the shared log.
+    other = tmp_path / "other-views.sqlite"
+    history = kbes_cli("article", "history", "--kb", kb, article, "--json", "--db", pg_url,
+                       views=other)  # fmt: skip
+    versions = json.loads(history.stdout)
+    assert [v["type"] for v in versions] == ["drafted", "published", "saved"]
+    then = kbes_cli("article", "show", "--kb", kb, article, "--json", "--at",
+                    versions[1]["updated_at"], "--db", pg_url, views=other)  # fmt: skip
+    assert json.loads(then.stdout)["content"] == "5 days."
+    now = kbes_cli("article", "show", "--kb", kb, article, "--db", pg_url, views=other)
+    assert now.stdout.endswith("\n\n7 days.\n")
+
+
 def test_kb_create_refuses_at_once_what_it_could_not_finish(pg: PgServer, tmp_path: Path) -> None:
     """Each refusal names the fix, comes from one direct connection (not the pool's 30 s of
     retries), and leaves the database without a table."""
