@@ -158,8 +158,7 @@ def serve(
         source = click.get_current_context().get_parameter_source("approval_keys_file")
         if source != click.core.ParameterSource.ENVIRONMENT:
             raise click.UsageError(
-                "--approval-keys applies to --http; over stdio one process serves the whole "
-                "session"
+                "--approval-keys applies to --http; over stdio one process serves the whole session"
             )
         approval_keys_file = None  # KBES_APPROVAL_KEYS set for the HTTP servers of a shell
     approval_keys = load_approval_keys(approval_keys_file) if approval_keys_file else None
