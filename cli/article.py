@@ -10,7 +10,8 @@ import click
 from kbes.application import KnowledgeBaseStore
 from kbes.cli.content import content_options, read_content
 from kbes.cli.options import json_option, print_json, print_table, with_store
-from kbes.clock import format_timestamp, parse_timestamp
+from kbes.clock import format_timestamp
+from kbes.errors import InvalidArgument, InvalidVersion
 from kbes.history import ArticleState, History, Version
 
 kb_option = click.option(
@@ -137,24 +138,16 @@ def show(
     store.article_for_person(kb, article_id)  # not_found if it is not in that knowledge base
     history = History.of(store)
     versions = history.versions(article_id)
-    if at is None:
-        state = history.article_at(article_id, versions[-1].at)
-    else:
-        try:
-            instant = parse_timestamp(at)
-        except ValueError as e:
-            raise click.BadParameter(
-                f"{at!r} is not an RFC 3339 time ({e}); pass an updated_at such as "
-                "2026-11-30T09:00:00.000000Z",
-                param_hint="--at",
-            ) from None
-        if not any(v.at == instant for v in versions):
-            raise click.BadParameter(
-                f"article {article_id} never had a version at {format_timestamp(instant)}; "
-                "`kbes article history` lists its versions",
-                param_hint="--at",
-            )
-        state = history.article_at(article_id, instant)
+    try:
+        state = history.article_at(article_id, versions[-1].at if at is None else at)
+    except InvalidVersion as e:
+        raise click.BadParameter(
+            f"article {article_id} never had a version at {e.details['updated_at']}; "
+            "`kbes article history` lists its versions",
+            param_hint="--at",
+        ) from None
+    except InvalidArgument as e:  # not a time at all
+        raise click.BadParameter(e.message, param_hint="--at") from None
     shown = {
         "knowledge_base_id": state.knowledge_base_id,
         "article_id": state.article_id,

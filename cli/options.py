@@ -246,20 +246,16 @@ def sql_name(name: str) -> str:
 def refuse_foreign_views() -> None:
     """A new log's views start empty: a KBES_VIEWS file already built from a log is another
     log's, and would be refused only after the new log's tables were created."""
-    views = os.environ.get("KBES_VIEWS")
-    if not views or not os.path.isfile(views):
-        return
-    tables = _sqlite_tables(views)
-    if "kbes_views_source" in tables:
-        uri = f"{Path(views).resolve().as_uri()}?mode=ro"
-        with closing(sqlite3.connect(uri, uri=True)) as c:
-            row = c.execute("SELECT log FROM kbes_views_source").fetchone()
-        if row:
-            raise NoDatabase(
-                f"KBES_VIEWS={views} holds the views of another event log ({row[0]}), and "
-                "this database has no kbes log yet; unset KBES_VIEWS or point it at a new "
-                "file (nothing was created)"
-            )
+    from kbes.postgres import VIEWS_ENV, views_built_from
+
+    views = os.environ.get(VIEWS_ENV)
+    source = views_built_from(Path(views)) if views else None
+    if source is not None:
+        raise NoDatabase(
+            f"{VIEWS_ENV}={views} holds the views of another event log ({source}), and this "
+            "database has no kbes log yet; unset it or point it at a new file (nothing was "
+            "created)"
+        )
 
 
 def one_line(message: str) -> str:

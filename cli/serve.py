@@ -185,7 +185,6 @@ def serve(
             instructions=instructions_for(known),
             approval_keys=approval_keys,
         )
-        what = "every knowledge base" if grants is None else f"{len(grants)} knowledge base(s)"
         host, port = address
         try:
             sock = bind(host, port)
@@ -197,7 +196,7 @@ def serve(
             auth += f"; approvals sealed with {len(approval_keys)} key(s) from {approval_keys_file}"
         note(
             f"kbes serve: MCP over streamable HTTP at http://{url_host(host)}:{bound}/mcp; "
-            f"database {redact(db)}; grants {what}; {auth}; edits {edits}"
+            f"database {redact(db)}; grants {granted(grants)}; {auth}; edits {edits}"
         )
         try:
             anyio.run(lambda: mcp.serve_http(sock, log_level=log_level))
@@ -225,8 +224,10 @@ def serve_stdio(
         with store_at(db) as store:
             grants = resolve_grants(store, grant_ids, grant_all)
             instructions = instructions_for(describe_grants(store, grants))
-            what = "every knowledge base" if grants is None else f"{len(grants)} knowledge base(s)"
-            note(f"kbes serve: MCP over stdio; database {redact(db)}; grants {what}; edits {edits}")
+            note(
+                f"kbes serve: MCP over stdio; database {redact(db)}; "
+                f"grants {granted(grants)}; edits {edits}"
+            )
             handover = None
             if wire is not None:
                 try:
@@ -277,6 +278,11 @@ def load_approval_keys(path: str) -> list[str]:
     if len(set(keys)) != len(keys):
         raise click.BadParameter(f"{path} lists a key twice", param_hint="--approval-keys")
     return keys
+
+
+def granted(grants: Grants) -> str:
+    """What the start-up line says the server may touch."""
+    return "every knowledge base" if grants is None else f"{len(grants)} knowledge base(s)"
 
 
 def parse_address(value: str) -> tuple[str, int]:

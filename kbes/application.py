@@ -10,7 +10,7 @@ import hashlib
 import os
 from collections.abc import Callable, Iterable, Sequence
 from datetime import datetime
-from typing import Any, ClassVar
+from typing import Any, ClassVar, TypeVar
 from uuid import UUID
 
 import msgspec
@@ -51,6 +51,8 @@ from kbes.wire import (
 )
 
 SUPPORTED_RESOURCE_TYPES = ("knowledge_base",)
+
+A = TypeVar("A")
 
 Grants = frozenset[str] | None
 """Knowledge-base ids (canonical UUID text) a caller may touch; None means all."""
@@ -222,12 +224,18 @@ class KnowledgeBaseStore(Application):
         )
         return self._save_one(article)
 
-    def get_article(self, article_id: UUID | str) -> Article:
+    def _get(self, aggregate_id: UUID, kind: type[A]) -> A | None:
+        """The aggregate if there is one of this kind: knowledge bases, articles and edit
+        receipts share one id space in the log, so an id of another kind is not found."""
         try:
-            article = self.repository.get(_uuid(article_id, "article_id"), projector_func=_project)
+            found = self.repository.get(aggregate_id, projector_func=_project)
         except AggregateNotFoundError:
-            article = None
-        if not isinstance(article, Article):  # none, or a knowledge base's or receipt's id
+            return None
+        return found if isinstance(found, kind) else None
+
+    def get_article(self, article_id: UUID | str) -> Article:
+        article = self._get(_uuid(article_id, "article_id"), Article)
+        if article is None:
             raise NotFound(f"no article {article_id}")
         return article
 
@@ -258,11 +266,7 @@ class KnowledgeBaseStore(Application):
         if kb is None or (grants is not None and str(kb) not in grants):
             raise NotFound(_no_knowledge_base(knowledge_base_id))
         if kb not in self._known_knowledge_bases:
-            try:
-                found = self.repository.get(kb)
-            except AggregateNotFoundError:
-                found = None
-            if not isinstance(found, KnowledgeBase):  # none, or an article's or receipt's id
+            if self._get(kb, KnowledgeBase) is None:
                 raise NotFound(_no_knowledge_base(knowledge_base_id))
             self._known_knowledge_bases.add(kb)
         return kb
@@ -344,9 +348,14 @@ class KnowledgeBaseStore(Application):
                 return replay
             raise _version_conflict(article, request.expected_version)
         title = None if isinstance(request.title, msgspec.UnsetType) else request.title
+        # Content and title as they are: no article event, so the version stays and no citation
+        # of it turns stale for nothing (as a person's no-op save); the receipt is recorded all
+        # the same, so a retry replays this answer and the key stays bound to this request.
         if request.content == article.content and title in (None, article.title):
-            return self._unchanged(kb, article, request.idempotency_key, fingerprint)
-        article.save(request.content, title, at=next_timestamp(self.clock, article.updated_at))
+            at = next_timestamp(self.clock, None)
+        else:
+            article.save(request.content, title, at=next_timestamp(self.clock, article.updated_at))
+            at = article.updated_at
         receipt = EditReceipt.record(
             knowledge_base_id=kb,
             idempotency_key=request.idempotency_key,
@@ -354,7 +363,7 @@ class KnowledgeBaseStore(Application):
             fingerprint=fingerprint,
             title=article.title,
             updated_at=article.updated_at,
-            at=article.updated_at,
+            at=at,
         )
         try:
             self.save(article, receipt)
@@ -439,33 +448,9 @@ class KnowledgeBaseStore(Application):
             )
         return events, head
 
-    def _unchanged(self, kb: UUID, article: Article, key: str, fingerprint: str) -> EditResult:
-        """An edit that would change neither content nor title: no article event, so the
-        version stays and no citation of it turns stale for nothing (as a person's no-op save);
-        the receipt is still recorded, so a retry of the call replays this answer and the key
-        stays bound to this request."""
-        receipt = EditReceipt.record(
-            knowledge_base_id=kb,
-            idempotency_key=key,
-            article_id=article.id,
-            fingerprint=fingerprint,
-            title=article.title,
-            updated_at=article.updated_at,
-            at=next_timestamp(self.clock, None),
-        )
-        try:
-            self.save(receipt)
-        except IntegrityError:  # the key was used before: a replay, or a reuse refused
-            replay = self._replay(kb, key, fingerprint)
-            if replay is None:
-                raise
-            return replay
-        return _edit_result(kb, article.id, article.title, article.updated_at, replay=False)
-
     def _replay(self, kb: UUID, key: str, fingerprint: str) -> EditResult | None:
-        try:
-            receipt: EditReceipt = self.repository.get(receipt_id(kb, key), projector_func=_project)
-        except AggregateNotFoundError:
+        receipt = self._get(receipt_id(kb, key), EditReceipt)
+        if receipt is None:
             return None
         if receipt.fingerprint != fingerprint:
             raise IdempotencyKeyReused(
@@ -476,15 +461,8 @@ class KnowledgeBaseStore(Application):
         return _edit_result(kb, receipt.article_id, receipt.title, receipt.updated_at, replay=True)
 
     def _editable_article(self, kb: UUID, article_id: UUID, raw_id: str) -> Article:
-        try:
-            article = self.repository.get(article_id, projector_func=_project)
-        except AggregateNotFoundError:
-            raise NotFound(_no_article(raw_id)) from None
-        if (
-            not isinstance(article, Article)  # a knowledge base's or an edit receipt's id
-            or article.knowledge_base_id != kb
-            or not article.ever_published
-        ):
+        article = self._get(article_id, Article)
+        if article is None or article.knowledge_base_id != kb or not article.ever_published:
             raise NotFound(_no_article(raw_id))
         if not article.published:
             raise Gone(

@@ -22,7 +22,9 @@ from __future__ import annotations
 import getpass
 import hashlib
 import os
+import sqlite3
 from collections.abc import Sequence
+from contextlib import closing
 from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qsl, unquote, urlsplit
@@ -374,15 +376,32 @@ def views_path(identity: str, configured: str | None = None) -> Path:
     return cache / f"views-{safe}-{digest}.sqlite"
 
 
+VIEWS_SOURCE = "kbes_views_source"
+"""The table of a views file naming the log it was built from."""
+
+
+def views_built_from(path: Path) -> str | None:
+    """The log an existing views file was built from (read-only), or None if it names none."""
+    if not path.is_file():
+        return None
+    uri = f"{path.resolve().as_uri()}?mode=ro"
+    try:
+        with closing(sqlite3.connect(uri, uri=True)) as c:
+            row = c.execute(f"SELECT log FROM {VIEWS_SOURCE}").fetchone()
+    except sqlite3.OperationalError:  # no such table (yet)
+        return None
+    return None if row is None else str(row[0])
+
+
 def _claim_views(datastore: KbesSQLiteDatastore, path: Path, identity: str) -> None:
     """Record which log the views file is built from, and refuse a file built from another
     one: its rows would answer reads with articles that log never had."""
     with datastore.transaction(commit=True) as c:
-        c.execute("CREATE TABLE IF NOT EXISTS kbes_views_source (log TEXT NOT NULL)")
-        c.execute("SELECT log FROM kbes_views_source")
+        c.execute(f"CREATE TABLE IF NOT EXISTS {VIEWS_SOURCE} (log TEXT NOT NULL)")
+        c.execute(f"SELECT log FROM {VIEWS_SOURCE}")
         row = c.fetchone()
         if row is None:
-            c.execute("INSERT INTO kbes_views_source (log) VALUES (?)", (identity,))
+            c.execute(f"INSERT INTO {VIEWS_SOURCE} (log) VALUES (?)", (identity,))
         elif row["log"] != identity:
             raise OSError(
                 f"the views file {path} was built from another event log ({row['log']}), "

@@ -156,18 +156,14 @@ class KbesSQLiteDatastore(SQLiteDatastore):
         if writer is not None and self._writer_lock.acquire(blocking=False):
             try:
                 if not writer.closed:
-                    cursor = writer._sqlite_conn.cursor()
-                    cursor.row_factory = sqlite3.Row if named else None
-                    return cursor.execute(statement, params).fetchall()
+                    return _fetch(writer, statement, params, named)
             finally:
                 self._writer_lock.release()
         connection = self._reader()
         if connection is None:
             return None
         try:
-            cursor = connection._sqlite_conn.cursor()
-            cursor.row_factory = sqlite3.Row if named else None
-            return cursor.execute(statement, params).fetchall()
+            return _fetch(connection, statement, params, named)
         finally:
             self._idle_readers.append(connection)
 
@@ -198,6 +194,14 @@ class KbesSQLiteDatastore(SQLiteDatastore):
                 self._writer.close()
                 self._writer = None
         super().close()
+
+
+def _fetch(
+    connection: SQLiteConnection, statement: str, params: Sequence[Any], named: bool
+) -> list[Any]:
+    cursor = connection._sqlite_conn.cursor()
+    cursor.row_factory = sqlite3.Row if named else None
+    return cursor.execute(statement, params).fetchall()
 
 
 class FeedApplicationRecorder(SQLiteApplicationRecorder):
