@@ -53,6 +53,8 @@ from kbes.prelude import (
     instructions_for,
     server_version,
 )
+from kbes.push import DEFAULT_INTERVAL, Listen, LogTail, tail_lifespan  # issue 14
+from kbes.resource_mcp import ResourceHandlers, with_links  # issue 14
 from kbes.tools import TOOLS, Tool
 
 logger = logging.getLogger(__name__)
@@ -246,6 +248,7 @@ class KbesMCP:
         instructions: str | None = None,
         name: str = SERVER_NAME,
         approval_keys: Sequence[str] | None = None,
+        push_interval: float = DEFAULT_INTERVAL,
     ) -> None:
         """`approval_keys`: secrets (>= 32 bytes each) sealing the approval round trip of
         2026-07-28 clients, the first sealing and all unsealing; several servers sharing them
@@ -264,13 +267,22 @@ class KbesMCP:
         self._holders = {} if tokens is None else {h.name: h for h in tokens.holders.values()}
         self._listing = [mcp_tool(tool) for tool in self.tools.values()]
         self._limiter = anyio.CapacityLimiter(STORE_THREADS)
+        # Resources and push (issue 14): articles as resources read under the caller's grants,
+        # and a log tail (its own thread, beside the tools' pool) ringing listeners on change.
+        self.resources = ResourceHandlers(store, self._caller_grants, self._limiter)
+        self.tail = LogTail(store, interval=push_interval, limiter=anyio.CapacityLimiter(1))
         self.server: Server[Any] = Server(
             name,
             version=server_version(),
             title=SERVER_TITLE,
             instructions=instructions,
+            lifespan=tail_lifespan(self.tail),
             on_list_tools=self._list_tools,
             on_call_tool=self._call_tool,
+            on_list_resources=self.resources.list_resources,
+            on_list_resource_templates=self.resources.list_templates,
+            on_read_resource=self.resources.read,
+            on_subscriptions_listen=Listen(self.tail, self._caller_grants),
         )
         # Protocol 2026-07-28 asks for approval inside the call's result and resumes with the
         # answer; the boundary seals our requestState and binds it to this very call.
@@ -342,7 +354,7 @@ class KbesMCP:
                     "nothing is known to be written. Retrying the same call is safe."
                 )
             )
-        return ok_result(result)
+        return with_links(ok_result(result), result)
 
     def _caller_name(self) -> str:
         """The NAME of the caller's token (HTTP with --tokens), else who the transport says."""

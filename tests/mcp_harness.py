@@ -179,8 +179,10 @@ def _wait_listening(url: str, process: subprocess.Popen[bytes], log_path: Path) 
 
 
 def body(result: types.CallToolResult) -> dict[str, Any]:
-    """The JSON a model reads. A success carries the same JSON as structuredContent."""
-    assert len(result.content) == 1 and result.content[0].type == "text"
+    """The JSON a model reads. A success carries the same JSON as structuredContent; any item
+    after the text is a resource link to a cited version (issue 14)."""
+    assert result.content and result.content[0].type == "text"
+    assert all(item.type == "resource_link" for item in result.content[1:])
     data = json.loads(result.content[0].text)
     if not result.is_error:
         assert result.structured_content == data

@@ -1,0 +1,244 @@
+"""Push on change: a doorbell that rings `notifications/resources/updated` for the current
+article URIs (and knowledge-base URIs) a client listens to, whichever process wrote the event.
+
+The log is the only channel every writer shares (another `kbes serve`, `kbes article save` in a
+terminal, another machine on PostgreSQL), so the server tails it: while at least one listener
+is open, it reads the log's head every `interval` seconds (one indexed query), and only when the
+head moved does it read the new events of the knowledge bases someone listens to, from the same
+per-knowledge-base feed `poll_resource_events` reads, so drafts never ring. With no listener the
+tail sleeps and queries nothing. The same tail serves SQLite and PostgreSQL.
+
+It is a doorbell, not a mailbox: nothing is replayed after a dropped stream, and a listener
+hears of changes after its acknowledgment only. The durable path stays `poll_resource_events`
+from the client's stored cursor; see docs/resources.md."""
+
+from __future__ import annotations
+
+import functools
+import logging
+from collections import Counter
+from collections.abc import AsyncIterator, Callable, Iterable
+from contextlib import AbstractAsyncContextManager, asynccontextmanager
+from typing import Any
+from uuid import UUID
+
+import anyio
+import anyio.to_thread
+import mcp_types as types
+from mcp.server.context import ServerRequestContext
+from mcp.server.subscriptions import (
+    InMemorySubscriptionBus,
+    ListenHandler,
+    ResourceUpdated,
+    ServerEvent,
+)
+
+from kbes.application import Grants, KnowledgeBaseStore
+from kbes.resources import article_uri, canonical_uri, knowledge_base_uri, parse_uri
+
+logger = logging.getLogger(__name__)
+
+DEFAULT_INTERVAL = 0.2
+"""Seconds between two looks at the log's head while someone listens."""
+PAGE = 100
+MAX_LISTENERS = 1024
+
+
+class LogTail:
+    """Publishes `ResourceUpdated` on `bus` for each new feed event of a watched knowledge base
+    (its article's URI and the knowledge base's URI), polling only while something is watched."""
+
+    def __init__(
+        self,
+        store: KnowledgeBaseStore,
+        *,
+        interval: float = DEFAULT_INTERVAL,
+        limiter: anyio.CapacityLimiter | None = None,
+    ) -> None:
+        self.store = store
+        self.interval = interval
+        self.limiter = limiter
+        self.bus = InMemorySubscriptionBus()
+        self._watchers: Counter[str] = Counter()
+        self._cursors: dict[str, int] = {}
+        self._wake = anyio.Event()
+        self.queries = 0
+        """Statements sent to the log so far (the idle cost a bench reports)."""
+
+    async def watch(self, knowledge_bases: Iterable[str]) -> Callable[[], None]:
+        """Count a listener on these knowledge bases (canonical ids) from now on; returns the
+        release. A knowledge base newly watched starts at the log's head: no replay."""
+        kbs = list(dict.fromkeys(knowledge_bases))
+        fresh = [kb for kb in kbs if not self._watchers[kb]]
+        if fresh:
+            head = await self._thread(self._head)
+            for kb in fresh:
+                self._cursors.setdefault(kb, head)
+        for kb in kbs:
+            self._watchers[kb] += 1
+        self._wake.set()
+        released = False
+
+        def release() -> None:
+            nonlocal released
+            if released:
+                return
+            released = True
+            for kb in kbs:
+                self._watchers[kb] -= 1
+                if self._watchers[kb] <= 0:
+                    del self._watchers[kb]
+                    self._cursors.pop(kb, None)
+
+        return release
+
+    @property
+    def watching(self) -> int:
+        return len(self._watchers)
+
+    async def run(self) -> None:
+        """Tail until cancelled (the server's lifespan)."""
+        while True:
+            if not self._watchers:
+                self._wake = anyio.Event()
+                await self._wake.wait()
+                continue
+            await anyio.sleep(self.interval)
+            cursors = {kb: self._cursors[kb] for kb in self._watchers if kb in self._cursors}
+            try:
+                uris, moved = await self._thread(self._changes, cursors)
+            except Exception:  # a lost connection must not end push for good: try next tick
+                logger.exception("reading the log for push notifications failed; retrying")
+                continue
+            for kb, cursor in moved.items():
+                if kb in self._cursors:
+                    self._cursors[kb] = max(self._cursors[kb], cursor)
+            for uri in uris:
+                await self.bus.publish(ResourceUpdated(uri=uri))
+
+    def _head(self) -> int:
+        self.queries += 1
+        return self.store.recorder.max_notification_id() or 0
+
+    def _changes(self, cursors: dict[str, int]) -> tuple[list[str], dict[str, int]]:
+        """The URIs that changed since each cursor, and the cursors after them. One query when
+        nothing moved; one page per watched knowledge base when the head moved."""
+        head = self._head()
+        uris: dict[str, None] = {}
+        moved: dict[str, int] = {}
+        for kb, cursor in cursors.items():
+            if cursor >= head:
+                continue
+            while True:
+                self.queries += 1
+                events, page_head = _feed_page(self.store, UUID(kb), cursor, PAGE)
+                for event in events:
+                    uris[article_uri(kb, event.article_id)] = None
+                    uris[knowledge_base_uri(kb)] = None
+                if len(events) < PAGE:
+                    cursor = max(cursor, page_head)
+                    break
+                cursor = events[-1].sequence
+            moved[kb] = cursor
+        return list(uris), moved
+
+    async def _thread(self, function: Callable[..., Any], *args: Any) -> Any:
+        return await anyio.to_thread.run_sync(
+            functools.partial(function, *args), limiter=self.limiter
+        )
+
+
+def _feed_page(
+    store: KnowledgeBaseStore, kb: UUID, after: int, limit: int
+) -> tuple[list[Any], int]:
+    """The agreed feed interface (`feed_page`) where the store has it, else its older name."""
+    page = getattr(store, "feed_page", None) or store._feed_page
+    return page(kb, after, limit)  # type: ignore[no-any-return]
+
+
+class Listen:
+    """The `subscriptions/listen` handler: the SDK's `ListenHandler` over a view of the tail's
+    bus that carries only the caller's granted, current URIs, under the spelling it asked for.
+    A URI it may not see is acknowledged like any other and simply never rings, exactly as one
+    that names nothing."""
+
+    def __init__(self, tail: LogTail, grants: Callable[[], Grants]) -> None:
+        self.tail = tail
+        self.grants = grants
+        self._open = 0
+
+    async def __call__(
+        self, ctx: ServerRequestContext[Any], params: types.SubscriptionsListenRequestParams
+    ) -> types.SubscriptionsListenResult:
+        routes = granted_routes(params.notifications.resource_subscriptions or (), self.grants())
+        if self._open >= MAX_LISTENERS:
+            raise_limit()
+        release = await self.tail.watch(knowledge_base_of(uri) for uri in routes)
+        self._open += 1
+        try:
+            handler = ListenHandler(RoutedBus(self.tail.bus, routes))
+            return await handler(ctx, params)
+        finally:
+            self._open -= 1
+            release()
+
+
+def raise_limit() -> None:
+    from mcp.shared.exceptions import MCPError
+
+    raise MCPError(types.INTERNAL_ERROR, "Subscription limit reached")
+
+
+def granted_routes(requested: Iterable[str], grants: Grants) -> dict[str, list[str]]:
+    """Canonical current URI -> the spellings the client asked for, for the URIs whose
+    knowledge base the caller may touch."""
+    routes: dict[str, list[str]] = {}
+    for uri in requested:
+        canonical = canonical_uri(uri)
+        if canonical is None:
+            continue
+        if grants is not None and knowledge_base_of(canonical) not in grants:
+            continue
+        routes.setdefault(canonical, []).append(uri)
+    return routes
+
+
+def knowledge_base_of(uri: str) -> str:
+    return parse_uri(uri).knowledge_base_id
+
+
+class RoutedBus:
+    """A view of a bus for one listen stream: canonical URIs in, the client's spellings out,
+    everything else dropped before the SDK's own filter sees it."""
+
+    def __init__(self, bus: InMemorySubscriptionBus, routes: dict[str, list[str]]) -> None:
+        self._bus = bus
+        self._routes = routes
+
+    async def publish(self, event: ServerEvent) -> None:
+        await self._bus.publish(event)
+
+    def subscribe(self, listener: Callable[[ServerEvent], None]) -> Callable[[], None]:
+        routes = self._routes
+
+        def routed(event: ServerEvent) -> None:
+            if isinstance(event, ResourceUpdated):
+                for spelling in routes.get(event.uri, ()):
+                    listener(ResourceUpdated(uri=spelling))
+
+        return self._bus.subscribe(routed)
+
+
+def tail_lifespan(tail: LogTail) -> Callable[[Any], AbstractAsyncContextManager[dict[str, Any]]]:
+    """A lowlevel `Server` lifespan that runs the tail for as long as the server serves."""
+
+    @asynccontextmanager
+    async def lifespan(server: Any) -> AsyncIterator[dict[str, Any]]:
+        async with anyio.create_task_group() as tasks:
+            tasks.start_soon(tail.run)
+            try:
+                yield {}
+            finally:
+                tasks.cancel_scope.cancel()
+
+    return lifespan
