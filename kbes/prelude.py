@@ -136,8 +136,12 @@ def protocol_versions() -> ProtocolVersions:
 # compact JSON, non-ASCII unescaped, declared fields in the model's (alphabetical) order with
 # None left out, extra keys (allowed only in the schemas) after them in their own order.
 
-TOOLS_CAPABILITY: dict[str, Any] = {"tools": {"listChanged": False}}
-"""The SDK's `get_capabilities()` for a server with a `tools/list` handler and nothing else."""
+TOOLS_CAPABILITY: dict[str, Any] = {
+    "resources": {"listChanged": False, "subscribe": False},
+    "tools": {"listChanged": False},
+}
+"""The SDK's handshake-era `get_capabilities()` for kbes's handlers: tools, and resources
+(issue 14; `subscribe` stays false until `resources/subscribe` is served)."""
 TOOL_ANNOTATION_FIELDS = (
     "destructiveHint",
     "idempotentHint",
