@@ -1,0 +1,160 @@
+"""Push latency and the idle cost of a listener: the `kbes bench` rows for issue 14.
+
+A real `kbes serve --http` process serves one listener (the official MCP client, protocol
+2026-07-28) on an article's current URI; this process saves that article through its own store,
+so the server can only learn of the save from the shared log, as it would from `kbes article
+save` in another terminal. Latency is from the save's return (committed) to the listener's
+`notifications/resources/updated`. The idle cost is the server process's CPU time over a quiet
+window, with the listener open and with none, and the statements its log tail sends per second
+(counted on an in-process tail over the same database)."""
+
+from __future__ import annotations
+
+import os
+import re
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+import anyio
+
+from kbes import open_store
+
+
+def push_bench(*, saves: int = 50, idle_seconds: float = 15.0) -> dict[str, Any]:
+    """Run the measurement in a scratch directory; returns the figures (seconds, rounded)."""
+    with tempfile.TemporaryDirectory(prefix="kbes-push-") as scratch:
+        db = Path(scratch) / "push.sqlite"
+        store = open_store(db)
+        try:
+            kb = str(store.create_knowledge_base("Push bench"))
+            article = str(store.add_article(kb, "Listened to", "version 0", publish=True))
+            with _serve(db, kb, Path(scratch)) as (url, pid):
+                return anyio.run(_measure, store, url, pid, kb, article, saves, idle_seconds)
+        finally:
+            store.close()
+
+
+async def _measure(
+    store: Any, url: str, pid: int, kb: str, article: str, saves: int, idle_seconds: float
+) -> dict[str, Any]:
+    from mcp import Client
+
+    from kbes.push import DEFAULT_INTERVAL
+    from kbes.resources import article_uri
+
+    uri = article_uri(kb, article)
+    idle_without = await _cpu_over(pid, idle_seconds)
+    latencies: list[float] = []
+    async with Client(url) as client, client.listen(resource_subscriptions=[uri]) as stream:
+        idle_with = await _cpu_over(pid, idle_seconds)
+        events = stream.__aiter__()
+        for i in range(1, saves + 1):
+            await anyio.sleep(0.05)
+            await anyio.to_thread.run_sync(
+                lambda i=i: store.save_article(kb, article, content=f"version {i}")
+            )
+            saved = time.monotonic()
+            with anyio.fail_after(10):
+                await events.__anext__()
+            latencies.append(time.monotonic() - saved)
+    queries = await _tail_queries(store, kb, idle_seconds=min(idle_seconds, 5.0))
+    ordered = sorted(latencies)
+    return {
+        "saves": saves,
+        "interval_seconds": DEFAULT_INTERVAL,
+        "latency_p50_seconds": round(statistics.median(ordered), 4),
+        "latency_p99_seconds": round(ordered[min(len(ordered) - 1, int(0.99 * len(ordered)))], 4),
+        "latency_max_seconds": round(ordered[-1], 4),
+        "idle_cpu_seconds_per_minute_listening": round(idle_with * 60 / idle_seconds, 3),
+        "idle_cpu_seconds_per_minute_no_listener": round(idle_without * 60 / idle_seconds, 3),
+        "idle_queries_per_second_listening": round(queries, 2),
+    }
+
+
+async def _cpu_over(pid: int, seconds: float) -> float:
+    before = _cpu_seconds(pid)
+    await anyio.sleep(seconds)
+    return _cpu_seconds(pid) - before
+
+
+def _cpu_seconds(pid: int) -> float:
+    """User + system CPU of a process, from /proc (Linux)."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    ticks = os.sysconf("SC_CLK_TCK")
+    return (int(fields[11]) + int(fields[12])) / ticks
+
+
+async def _tail_queries(store: Any, kb: str, *, idle_seconds: float) -> float:
+    """Statements per second an idle tail with one watcher sends to the log."""
+    from kbes.push import LogTail
+
+    tail = LogTail(store)
+    async with anyio.create_task_group() as tasks:
+        tasks.start_soon(tail.run)
+        release = await tail.watch([kb])
+        start = tail.queries
+        await anyio.sleep(idle_seconds)
+        counted = tail.queries - start
+        release()
+        tasks.cancel_scope.cancel()
+    return counted / idle_seconds
+
+
+@contextmanager
+def _serve(db: Path, kb: str, scratch: Path) -> Any:
+    """`kbes serve --http 127.0.0.1:0` on `db`, granted `kb`; yields (url, pid)."""
+    log_path = scratch / "serve.log"
+    kbes = Path(sys.executable).with_name("kbes")
+    command = [str(kbes) if kbes.exists() else "kbes", "serve", "--db", str(db)]
+    with open(log_path, "wb") as log:
+        process = subprocess.Popen(
+            [*command, "--grant", kb, "--http", "127.0.0.1:0"],
+            stdin=subprocess.DEVNULL,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+        )
+    try:
+        deadline = time.monotonic() + 30
+        while True:
+            found = re.search(r"http://127\.0\.0\.1:\d+/mcp", log_path.read_text(errors="replace"))
+            if found:
+                break
+            if process.poll() is not None or time.monotonic() > deadline:
+                raise RuntimeError(f"kbes serve did not start:\n{log_path.read_text()}")
+            time.sleep(0.05)
+        time.sleep(0.3)  # the URL is printed as the socket is bound; let uvicorn start
+        yield found.group(0), process.pid
+    finally:
+        process.terminate()
+        try:
+            process.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait()
+
+
+def render(figures: dict[str, Any]) -> str:
+    """The bench rows as text."""
+    return "\n".join(
+        [
+            f"push: save in another process -> listener, p50 "
+            f"{figures['latency_p50_seconds'] * 1000:.0f} ms, p99 "
+            f"{figures['latency_p99_seconds'] * 1000:.0f} ms over {figures['saves']} saves "
+            f"(tail every {figures['interval_seconds']} s)",
+            f"push: idle server CPU, one listener open: "
+            f"{figures['idle_cpu_seconds_per_minute_listening']} s/min "
+            f"(no listener: {figures['idle_cpu_seconds_per_minute_no_listener']} s/min)",
+            f"push: idle queries against the log, one listener open: "
+            f"{figures['idle_queries_per_second_listening']}/s (none without a listener)",
+        ]
+    )
+
+
+if __name__ == "__main__":
+    print(render(push_bench()))
