@@ -11,6 +11,7 @@ window, with the listener open and with none, and the statements its log tail se
 from __future__ import annotations
 
 import os
+import random
 import re
 import statistics
 import subprocess
@@ -51,11 +52,14 @@ async def _measure(
     uri = article_uri(kb, article)
     idle_without = await _cpu_over(pid, idle_seconds)
     latencies: list[float] = []
+    # Saves at random moments, so they fall anywhere between two looks of the tail (saves at a
+    # fixed pace after each ring would lock onto its rhythm and measure one phase only).
+    jitter = random.Random(14)
     async with Client(url) as client, client.listen(resource_subscriptions=[uri]) as stream:
         idle_with = await _cpu_over(pid, idle_seconds)
         events = stream.__aiter__()
         for i in range(1, saves + 1):
-            await anyio.sleep(0.05)
+            await anyio.sleep(jitter.uniform(0.0, 2 * DEFAULT_INTERVAL))
             await anyio.to_thread.run_sync(
                 lambda i=i: store.save_article(kb, article, content=f"version {i}")
             )
