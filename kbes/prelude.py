@@ -137,11 +137,11 @@ def protocol_versions() -> ProtocolVersions:
 # None left out, extra keys (allowed only in the schemas) after them in their own order.
 
 TOOLS_CAPABILITY: dict[str, Any] = {
-    "resources": {"listChanged": False, "subscribe": False},
+    "resources": {"listChanged": False, "subscribe": True},
     "tools": {"listChanged": False},
 }
-"""The SDK's handshake-era `get_capabilities()` for kbes's handlers: tools, and resources
-(issue 14; `subscribe` stays false until `resources/subscribe` is served)."""
+"""The SDK's handshake-era `get_capabilities()` for kbes's handlers: tools, and resources with
+`resources/subscribe` (issue 14)."""
 TOOL_ANNOTATION_FIELDS = (
     "destructiveHint",
     "idempotentHint",

@@ -53,8 +53,8 @@ from kbes.prelude import (
     instructions_for,
     server_version,
 )
-from kbes.push import DEFAULT_INTERVAL, Listen, LogTail, tail_lifespan  # issue 14
-from kbes.resource_mcp import ResourceHandlers, with_links  # issue 14
+from kbes.push import DEFAULT_INTERVAL, LegacySubscriptions, Listen, LogTail, tail_lifespan
+from kbes.resource_mcp import ResourceHandlers, with_links
 from kbes.tools import TOOLS, Tool
 
 logger = logging.getLogger(__name__)
@@ -271,6 +271,7 @@ class KbesMCP:
         # and a log tail (its own thread, beside the tools' pool) ringing listeners on change.
         self.resources = ResourceHandlers(store, self._caller_grants, self._limiter)
         self.tail = LogTail(store, interval=push_interval, limiter=anyio.CapacityLimiter(1))
+        legacy = LegacySubscriptions(self.tail, self._caller_grants)  # 2025-era clients
         self.server: Server[Any] = Server(
             name,
             version=server_version(),
@@ -283,6 +284,8 @@ class KbesMCP:
             on_list_resource_templates=self.resources.list_templates,
             on_read_resource=self.resources.read,
             on_subscriptions_listen=Listen(self.tail, self._caller_grants),
+            on_subscribe_resource=legacy.subscribe,
+            on_unsubscribe_resource=legacy.unsubscribe,
         )
         # Protocol 2026-07-28 asks for approval inside the call's result and resumes with the
         # answer; the boundary seals our requestState and binds it to this very call.

@@ -12,16 +12,19 @@ import os
 import subprocess
 import time
 import uuid
+import warnings
 from collections.abc import AsyncIterator, Iterator
 from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
 
 import anyio
+import mcp_types as types
 import pytest
 from mcp import Client, StdioServerParameters
-from mcp.shared.exceptions import MCPError
+from mcp.shared.exceptions import MCPDeprecationWarning, MCPError
 from mcp_harness import KBES, Seed, body, http_client, http_server, seed
+from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
 from kbes import open_store
 from kbes.resources import ARTICLE_TEMPLATE, VERSION_TEMPLATE, article_uri, knowledge_base_uri
@@ -50,7 +53,12 @@ def tokens_file(data: Seed, workdir: Path) -> Path:
 
 @asynccontextmanager
 async def connect(
-    transport: str, db: str, data: Seed, workdir: Path, env: dict[str, str] | None = None
+    transport: str,
+    db: str,
+    data: Seed,
+    workdir: Path,
+    env: dict[str, str] | None = None,
+    **options: Any,
 ) -> AsyncIterator[Client]:
     """A client that may see `data.kb` and not `data.other_kb`: over stdio, a server granted
     only `kb`; over HTTP, Alice's token on a server granted everything."""
@@ -59,7 +67,7 @@ async def connect(
         params = StdioServerParameters(
             command=KBES, args=["serve", "--db", db, "--grant", data.kb], env=environment
         )
-        async with Client(params) as client:
+        async with Client(params, **options) as client:
             yield client
         return
     serve = ("--grant-all", "--tokens", str(tokens_file(data, workdir)))
@@ -68,7 +76,7 @@ async def connect(
     try:
         log = workdir / f"serve-{time.monotonic_ns()}.log"
         with http_server(db, *serve, log_path=log) as server:  # type: ignore[arg-type]
-            async with http_client(server.url, ALICE) as client:
+            async with http_client(server.url, ALICE, **options) as client:
                 yield client
     finally:
         os.environ.clear()
@@ -297,3 +305,49 @@ async def test_a_save_in_another_process_rings_only_granted_current_listeners(
     assert heard["article"][0][0] - saved_at < 1.0
     assert [uri for _, uri in heard["kb"]] == [knowledge_base_uri(data.kb)]
     assert heard["other"] == [] and heard["draft"] == []
+
+
+@pytest.mark.parametrize("transport", ["stdio", "http"])
+async def test_handshake_era_clients_subscribe_with_the_same_rules(
+    data: Seed, transport: str, tmp_path: Path
+) -> None:
+    """2025-era clients have no subscriptions/listen; kbes serves resources/subscribe."""
+    db = str(data.db)
+    heard: list[tuple[float, str]] = []
+
+    async def messages(message: Any) -> None:
+        if isinstance(message, types.ResourceUpdatedNotification):
+            heard.append((time.monotonic(), message.params.uri))
+
+    article = article_uri(data.kb, data.password)
+    async with connect(transport, db, data, tmp_path, mode="legacy", message_handler=messages) as (
+        client
+    ):
+        assert client.protocol_version not in MODERN_PROTOCOL_VERSIONS
+        assert client.server_capabilities.resources.subscribe is True
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", MCPDeprecationWarning)
+            for uri in (
+                article,
+                article_uri(data.other_kb, data.other_article),
+                article_uri(data.kb, data.draft),
+            ):
+                await client.subscribe_resource(uri)
+        await anyio.to_thread.run_sync(save, db, data.kb, data.draft, "Draft edit.")
+        await anyio.to_thread.run_sync(
+            save, db, data.other_kb, data.other_article, "Rotate weekly."
+        )
+        await anyio.to_thread.run_sync(save, db, data.kb, data.password, "From Account.")
+        saved_at = time.monotonic()
+        with anyio.fail_after(5):
+            while not heard:
+                await anyio.sleep(0.01)
+        await anyio.sleep(1.0)
+        # Unsubscribed: no more rings.
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", MCPDeprecationWarning)
+            await client.unsubscribe_resource(article)
+        await anyio.to_thread.run_sync(save, db, data.kb, data.password, "From Settings.")
+        await anyio.sleep(1.0)
+    assert [uri for _, uri in heard] == [article]
+    assert heard[0][0] - saved_at < 1.0
