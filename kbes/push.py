@@ -97,10 +97,6 @@ class LogTail:
 
         return release
 
-    @property
-    def watching(self) -> int:
-        return len(self._watchers)
-
     async def run(self) -> None:
         """Tail until cancelled (the server's lifespan). Each stretch of listening ends with one
         log line of what it cost the database, the figure `kbes bench` reports."""

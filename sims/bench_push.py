@@ -28,11 +28,14 @@ import anyio
 from kbes import open_store
 
 
-def push_bench(*, saves: int = 50, idle_seconds: float = 15.0) -> dict[str, Any]:
-    """Run the measurement in a scratch directory; returns the figures (seconds, rounded)."""
+def push_bench(
+    *, saves: int = 50, idle_seconds: float = 15.0, postgres_url: str | None = None
+) -> dict[str, Any]:
+    """Run the measurement in a scratch directory (SQLite), or on a fresh knowledge base in the
+    PostgreSQL log at `postgres_url`; returns the figures (seconds, rounded)."""
     with tempfile.TemporaryDirectory(prefix="kbes-push-") as scratch:
-        db = Path(scratch) / "push.sqlite"
-        store = open_store(db)
+        db = postgres_url or str(Path(scratch) / "push.sqlite")
+        store = open_store(db, views=Path(scratch) / "views-bench.sqlite")
         try:
             kb = str(store.create_knowledge_base("Push bench"))
             article = str(store.add_article(kb, "Listened to", "version 0", publish=True))
@@ -112,17 +115,19 @@ def _cpu_seconds(pid: int) -> float:
 
 
 @contextmanager
-def _serve(db: Path, kb: str, scratch: Path) -> Any:
+def _serve(db: str, kb: str, scratch: Path) -> Any:
     """`kbes serve --http 127.0.0.1:0` on `db`, granted `kb`; yields (url, pid, log path)."""
     log_path = scratch / "serve.log"
     kbes = Path(sys.executable).with_name("kbes")
     command = [str(kbes) if kbes.exists() else "kbes", "serve", "--db", str(db)]
+    env = {**os.environ, "KBES_VIEWS": str(scratch / "views-server.sqlite")}  # PostgreSQL only
     with open(log_path, "wb") as log:
         process = subprocess.Popen(
             [*command, "--grant", kb, "--http", "127.0.0.1:0", "--log-level", "info"],
             stdin=subprocess.DEVNULL,
             stdout=log,
             stderr=subprocess.STDOUT,
+            env=env,
         )
     try:
         deadline = time.monotonic() + 30
@@ -162,4 +167,4 @@ def render(figures: dict[str, Any]) -> str:
 
 
 if __name__ == "__main__":
-    print(render(push_bench()))
+    print(render(push_bench(postgres_url=sys.argv[1] if len(sys.argv) > 1 else None)))
