@@ -1,6 +1,6 @@
-"""The layout DESIGN.md promises, held by tests rather than by review: which folder may import
-what, and a built wheel that carries the four source folders inside the one `kbes` namespace
-(so no top-level `cli` or `sims` module lands in a user's site-packages)."""
+"""The layout docs/architecture.md describes, held by tests rather than by review: which
+folder may import what, and a built wheel that carries the four source folders inside the one
+`kbes` namespace (so no top-level `cli` or `sims` module lands in a user's site-packages)."""
 
 from __future__ import annotations
 
