@@ -19,7 +19,7 @@ from click.core import ParameterSource
 
 from kbes import open_store
 from kbes.cli.options import require_database
-from kbes.sims import bench, report
+from kbes.sims import report, sim_benchmark
 from kbes.sims.agent import SimulationError
 from kbes.sims.day import DayParameters
 from kbes.sims.edits import DEFAULT_DELAYS, DEFAULT_PER_SEED, parse_delay
@@ -345,7 +345,7 @@ def _execute(
             figures, workdir = once(trace=False, progress=False)
             workdir.close()
             timings.append(figures["timings"])
-        rows = bench.summarize(timings)
+        rows = sim_benchmark.summarize(timings)
         if options["json_path"]:
             _write_json(
                 {"format": report.FORMAT, "benchmark": rows, "load_average": load},
@@ -354,7 +354,7 @@ def _execute(
             if options["json_path"] == "-":
                 return
         click.echo(
-            bench.render(
+            sim_benchmark.render(
                 rows,
                 command=command,
                 repetitions=options["benchmark"],

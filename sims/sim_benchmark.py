@@ -1,4 +1,4 @@
-"""The benchmark mode: run a sim command several times and print the median wall time of each
+"""`kbes sim --benchmark`: run a sim command several times and print the median wall time of each
 part, against the 10-second target for `kbes sim day` with five seeds.
 
 Parts are timed inside the runs (each run is one seed's day for one experiment), so with several
