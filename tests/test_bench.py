@@ -42,6 +42,9 @@ def test_quick_bench_prints_and_writes_every_row(tmp_path: Path) -> None:
         if key in ROWS_WITH_BASELINE or key.startswith("2-"):
             assert row["baseline"]["median"] > 0, key
             assert row["ratio"] == pytest.approx(row["kbes"]["median"] / row["baseline"]["median"])
+    # Row 7 times what an agent waits for, the first tools/call answer, and has no target.
+    assert "first tools/call answer" in rows["7"]["measurement"]
+    assert rows["7"]["target"] == "—"
     for key in ("1a", "2-read-p50-400", "3b", "6a", "7", "8"):
         assert key in result.output
     assert "ratio" in result.output and "target" in result.output

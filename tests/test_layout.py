@@ -24,19 +24,33 @@ FOLDERS = {
 }
 
 
+def sources(folder: str) -> list[Path]:
+    """Every Python file of a source folder, its subpackages' included."""
+    return sorted((ROOT / folder).rglob("*.py"))
+
+
+def package_of(folder: str, path: Path) -> str:
+    """The dotted package a file of `folder` is installed in (`sims/bench/x.py`:
+    kbes.sims.bench)."""
+    return ".".join([FOLDERS[folder], *path.relative_to(ROOT / folder).parent.parts])
+
+
 def imports(folder: str) -> list[tuple[str, str, str]]:
     """(file, module, name) for every import in a source folder, `name` empty for `import m`;
-    relative imports resolved to the folder's package."""
+    relative imports resolved to the file's package."""
     found = []
-    for path in sorted((ROOT / folder).glob("*.py")):
+    for path in sources(folder):
+        file = path.relative_to(ROOT / folder).as_posix()
         for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
             if isinstance(node, ast.Import):
-                found += [(path.name, alias.name, "") for alias in node.names]
+                found += [(file, alias.name, "") for alias in node.names]
             elif isinstance(node, ast.ImportFrom):
                 module = node.module or ""
                 if node.level:
-                    module = f"{FOLDERS[folder]}.{module}".rstrip(".")
-                found += [(path.name, module, alias.name) for alias in node.names]
+                    package = package_of(folder, path).split(".")
+                    base = package[: len(package) - node.level + 1]
+                    module = ".".join([*base, module]).rstrip(".")
+                found += [(file, module, alias.name) for alias in node.names]
     return found
 
 
@@ -102,9 +116,9 @@ def test_a_built_wheel_holds_every_source_file_under_the_kbes_namespace(tmp_path
     [wheel] = tmp_path.glob("kbes-*.whl")
     names = set(zipfile.ZipFile(wheel).namelist())
     expected = {
-        f"{package.replace('.', '/')}/{path.name}"
-        for folder, package in FOLDERS.items()
-        for path in (ROOT / folder).glob("*.py")
+        f"{package_of(folder, path).replace('.', '/')}/{path.name}"
+        for folder in FOLDERS
+        for path in sources(folder)
     }
     assert expected - names == set()
     assert {name.split("/")[0] for name in names} == {
