@@ -15,19 +15,14 @@ import click
 from kbes.application import Grants, KnowledgeBaseStore
 from kbes.cli.options import existing_db_option, store_at
 from kbes.history_tools import HISTORY_TOOLS
-from kbes.prelude import (
-    Answers,
-    Prelude,
-    SdkImport,
-    canonical_id,
-    describe_grants,
-    instructions_for,
-)
+from kbes.identity import describe_grants, instructions_for
+from kbes.ids import canonical_id
+from kbes.prelude import Answers, Prelude, SdkImport
 from kbes.tools import TOOLS, Tool
 from kbes.urls import redact
 
 if TYPE_CHECKING:
-    from kbes.server import Tokens
+    from kbes.http_auth import Tokens
 
 # The MCP SDK takes about a second to import, so `kbes.server` is imported only when `kbes serve`
 # runs: every other kbes command stays quick. Over stdio even `kbes serve` does not wait for it:
@@ -333,7 +328,7 @@ def resolve_grants(
 
 
 def load_tokens(path: str) -> Tokens:
-    from kbes.server import TOKENS_FILE_HELP, Tokens, TokensFileError, readable_by_others
+    from kbes.http_auth import TOKENS_FILE_HELP, Tokens, TokensFileError, readable_by_others
 
     try:
         tokens = Tokens.load(path)
@@ -368,7 +363,7 @@ def configure_logging(level: str, tokens: Tokens | None) -> None:
     handler = logging.StreamHandler(sys.stderr)
     handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
     if tokens is not None:
-        from kbes.server import RedactTokens
+        from kbes.http_auth import RedactTokens
 
         handler.addFilter(RedactTokens(tokens.secrets))
     root = logging.getLogger()
