@@ -254,10 +254,9 @@ class KbesMCP:
 
     # Transports -------------------------------------------------------------------------------
 
-    async def run_stdio(self, stdin: Any = None, stdout: Any = None) -> None:
-        """Serve one client on this process's stdin/stdout until it closes them, or on the
-        given text streams."""
-        async with stdio_server(stdin, stdout) as (read_stream, write_stream):
+    async def run_stdio(self) -> None:
+        """Serve one client on this process's stdin/stdout until it closes them."""
+        async with stdio_server() as (read_stream, write_stream):
             await self.server.run(
                 read_stream, write_stream, self.server.create_initialization_options()
             )
