@@ -187,6 +187,7 @@ def test_serve_refuses_to_start_without_a_grant(data: Seed) -> None:
     [
         (["--grant", "{random}"], "no knowledge base"),
         (["--grant", "not-an-id"], "no knowledge base"),
+        (["--grant", " {kb} "], "no knowledge base"),  # a padded id is no id (kbes.ids)
         (["--grant", "{kb}", "--grant-all"], "not both"),
         (["--grant-all", "--tokens", "{tokens}"], "--tokens applies to --http"),
         (["--grant-all", "--http", "0.0.0.0:0"], "without --tokens"),
