@@ -15,10 +15,10 @@ from typing import Any, TypeVar
 import click
 import msgspec
 
-from kbes.application import GRANTS_HINT, KnowledgeBaseStore, open_store
-from kbes.errors import KbesError
+from kbes.application import KnowledgeBaseStore, open_store
+from kbes.errors import KbesError, KnowledgeBaseNotFound
+from kbes.tools.wire import MAX_SEQUENCE
 from kbes.urls import MISTYPED_URL, POSTGRES_EXTRA, redact
-from kbes.wire import MAX_SEQUENCE
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -281,12 +281,13 @@ def store_at(
         raise NoDatabase(f"cannot open database {redact(db)!r} (--db / KBES_DB): {message}") from e
     try:
         yield store
+    except KnowledgeBaseNotFound as e:
+        raise click.ClickException(
+            f"{e.code}: no knowledge base {e.knowledge_base_id} is available here; "
+            "`kbes kb list` shows the knowledge bases in this database"
+        ) from None
     except KbesError as e:
-        # The agent-facing hint about grants means nothing at a shell, where there are none.
-        message = e.message.replace(
-            GRANTS_HINT, "`kbes kb list` shows the knowledge bases in this database"
-        )
-        raise click.ClickException(f"{e.code}: {message}") from None
+        raise click.ClickException(f"{e.code}: {e.message}") from None
     finally:
         store.close()
 

@@ -12,9 +12,9 @@ from typing import TYPE_CHECKING
 import anyio
 import click
 
-from kbes.application import Grants, KnowledgeBaseStore
+from kbes.application import KnowledgeBaseStore
 from kbes.cli.options import existing_db_option, store_at
-from kbes.history_tools import HISTORY_TOOLS
+from kbes.edit_policy import EDIT_POLICIES
 from kbes.prelude import (
     Answers,
     Prelude,
@@ -23,7 +23,7 @@ from kbes.prelude import (
     describe_grants,
     instructions_for,
 )
-from kbes.tools import TOOLS, Tool
+from kbes.tools import HISTORY_TOOLS, TOOLS, Grants, Tool
 from kbes.urls import redact
 
 if TYPE_CHECKING:
@@ -32,7 +32,6 @@ if TYPE_CHECKING:
 # The MCP SDK takes about a second to import, so `kbes.server` is imported only when `kbes serve`
 # runs: every other kbes command stays quick. Over stdio even `kbes serve` does not wait for it:
 # `kbes.prelude` answers the handshake while a thread imports it.
-EDIT_POLICIES = ("ask", "allow", "deny")
 LOG_LEVELS = ("debug", "info", "warning", "error")
 
 

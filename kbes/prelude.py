@@ -39,8 +39,8 @@ from types import ModuleType
 from typing import Any
 from uuid import UUID
 
-from kbes.application import Grants, KnowledgeBaseStore
-from kbes.tools import Tool
+from kbes.application import KnowledgeBaseStore
+from kbes.tools import Grants, Tool
 
 logger = logging.getLogger(__name__)
 

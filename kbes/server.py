@@ -20,7 +20,7 @@ import stat
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 
 import anyio
 import anyio.to_thread
@@ -37,7 +37,8 @@ from mcp.shared.exceptions import MCPError
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 from starlette.applications import Starlette
 
-from kbes.application import Grants, KnowledgeBaseStore
+from kbes.application import KnowledgeBaseStore
+from kbes.edit_policy import EDIT_POLICIES, EditPolicy
 from kbes.errors import (
     ApprovalRequired,
     EditDeclined,
@@ -53,12 +54,9 @@ from kbes.prelude import (
     instructions_for,
     server_version,
 )
-from kbes.tools import TOOLS, Tool
+from kbes.tools import TOOLS, Grants, Tool
 
 logger = logging.getLogger(__name__)
-
-EditPolicy = Literal["ask", "allow", "deny"]
-EDIT_POLICIES: tuple[EditPolicy, ...] = ("ask", "allow", "deny")
 
 APPROVAL_KEY = "kbes_approve_write"
 """The key of the approval question inside an `InputRequiredResult` (protocol 2026-07-28)."""
@@ -225,10 +223,6 @@ def narrow(server: Grants, token: Grants) -> Grants:
     return token & server
 
 
-def _granted(knowledge_base_id: object, grants: Grants) -> bool:
-    return grants is None or canonical_id(knowledge_base_id) in grants
-
-
 # The server ------------------------------------------------------------------------------------
 
 
@@ -320,17 +314,18 @@ class KbesMCP:
     ) -> types.CallToolResult | types.InputRequiredResult:
         try:
             request = tool.parse(params.arguments)
+            # The one grant check, before the user is asked: an ungranted knowledge base is
+            # `not_found` without bothering them, exactly as a random id is.
+            kb = tool.admit(request, grants)
         except KbesError as e:
             return error_result(e)
-        if writes(tool) and _granted(getattr(request, "knowledge_base_id", None), grants):
-            # An ungranted knowledge base is `not_found` without bothering the user, exactly
-            # as a random id is; only a write that could happen is put to the user.
+        if writes(tool):
             refusal = await self._approve(ctx, params, tool, request)
             if refusal is not None:
                 return refusal
         try:
             result = await anyio.to_thread.run_sync(
-                functools.partial(tool.run, self.store, request, grants), limiter=self._limiter
+                functools.partial(tool.answer, self.store, request, kb), limiter=self._limiter
             )
         except KbesError as e:
             return error_result(e)

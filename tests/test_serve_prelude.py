@@ -28,7 +28,6 @@ from mcp_harness import KBES, Elicitations, Seed, article_events, body, error, s
 from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS, MODERN_PROTOCOL_VERSIONS
 
 from kbes import open_store
-from kbes.history_tools import HISTORY_TOOLS
 from kbes.prelude import (
     Answers,
     Handover,
@@ -38,7 +37,7 @@ from kbes.prelude import (
     protocol_versions,
     response,
 )
-from kbes.tools import TOOLS
+from kbes.tools import HISTORY_TOOLS, TOOLS
 
 ODD_NAME = 'Ünïcode "quoted" \\ back\tslash / 🙂 \u2028 end'
 
