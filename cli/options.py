@@ -18,7 +18,7 @@ import msgspec
 from kbes.application import KnowledgeBaseStore, open_store
 from kbes.errors import KbesError, KnowledgeBaseNotFound
 from kbes.tools.wire import MAX_SEQUENCE
-from kbes.urls import MISTYPED_URL, POSTGRES_EXTRA, redact
+from kbes.urls import MISTYPED_URL, redact
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -151,14 +151,15 @@ def require_postgres_log(url: str, alternative: str, *, create: bool = False) ->
     database, a wrong password), where the store's pool retries for 30 s. Returns whether the
     log exists."""
     try:
-        import psycopg
-        from psycopg import sql
-
+        # When psycopg or its pool is missing, kbes.postgres's error says how to install them.
         from kbes.postgres import postgres_env
     except ImportError as e:
         raise NoDatabase(
-            f"--db is a PostgreSQL URL, which needs kbes's postgres extra: {POSTGRES_EXTRA} ({e})"
+            f"--db is a PostgreSQL URL, which needs kbes's postgres extra: {e}"
         ) from None
+    import psycopg
+    from psycopg import sql
+
     try:
         env = {**os.environ, **postgres_env(url)}
     except ValueError as e:
