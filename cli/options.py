@@ -16,7 +16,7 @@ import click
 import msgspec
 
 from kbes.application import KnowledgeBaseStore, open_store
-from kbes.errors import KbesError, KnowledgeBaseNotFound
+from kbes.errors import ArticleElsewhere, KbesError, KnowledgeBaseNotFound
 from kbes.tools.wire import MAX_SEQUENCE
 from kbes.urls import MISTYPED_URL, redact
 
@@ -286,6 +286,11 @@ def store_at(
         raise click.ClickException(
             f"{e.code}: no knowledge base {e.knowledge_base_id} is available here; "
             "`kbes kb list` shows the knowledge bases in this database"
+        ) from None
+    except ArticleElsewhere as e:
+        raise click.ClickException(
+            f"{e.code}: {e.message}; "
+            f"`kbes article list --kb {e.knowledge_base_id}` lists its articles"
         ) from None
     except KbesError as e:
         raise click.ClickException(f"{e.code}: {e.message}") from None

@@ -24,6 +24,7 @@ from kbes.article import EVENT_TYPES, Article
 from kbes.clock import Clock, SystemClock, format_timestamp, next_timestamp, timestamp_text
 from kbes.errors import (
     ArticleChanged,
+    ArticleElsewhere,
     ArticleNotFound,
     ArticleUnpublished,
     Gone,
@@ -240,10 +241,7 @@ class KnowledgeBaseStore(Application):
         kb = self._knowledge_base_uuid(knowledge_base_id)
         article = self.get_article(article_id)
         if article.knowledge_base_id != kb:
-            raise NotFound(
-                f"article {article_id} is not in knowledge base {kb}; "
-                f"`kbes article list --kb {kb}` lists its articles"
-            )
+            raise ArticleElsewhere(article_id, kb)
         return article
 
     def require_knowledge_base(self, knowledge_base_id: UUID | str) -> UUID:

@@ -106,6 +106,15 @@ class ArticleNotFound(NotFound):
         self.article_id = article_id
 
 
+class ArticleElsewhere(NotFound):
+    """The article exists, in another knowledge base than the one named."""
+
+    def __init__(self, article_id: object, knowledge_base_id: object) -> None:
+        super().__init__(f"article {article_id} is not in knowledge base {knowledge_base_id}")
+        self.article_id = article_id
+        self.knowledge_base_id = knowledge_base_id
+
+
 class ArticleUnpublished(Gone):
     """The article was published once and unpublished at `unpublished_at` (its version)."""
 

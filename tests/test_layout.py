@@ -28,15 +28,17 @@ def imports(folder: str) -> list[tuple[str, str, str]]:
     """(file, module, name) for every import in a source folder, `name` empty for `import m`;
     relative imports resolved to the folder's package."""
     found = []
-    for path in sorted((ROOT / folder).glob("*.py")):
+    for path in sorted((ROOT / folder).rglob("*.py")):
+        name = path.relative_to(ROOT / folder).as_posix()
+        package = ".".join([FOLDERS[folder], *path.relative_to(ROOT / folder).parts[:-1]])
         for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
             if isinstance(node, ast.Import):
-                found += [(path.name, alias.name, "") for alias in node.names]
+                found += [(name, alias.name, "") for alias in node.names]
             elif isinstance(node, ast.ImportFrom):
                 module = node.module or ""
                 if node.level:
-                    module = f"{FOLDERS[folder]}.{module}".rstrip(".")
-                found += [(path.name, module, alias.name) for alias in node.names]
+                    module = f"{package}.{module}".rstrip(".")
+                found += [(name, module, alias.name) for alias in node.names]
     return found
 
 
@@ -61,6 +63,17 @@ def test_projections_import_the_domain_not_the_application_or_its_callers() -> N
 def test_the_domain_reaches_the_projections_only_through_the_application_wiring() -> None:
     users = {file for file, module, _ in imports("kbes") if within(module, "kbes.projections")}
     assert users == {"application.py"}
+
+
+def test_the_application_knows_nothing_of_the_agent_contract() -> None:
+    """The application speaks in domain terms: no wire types, no tools, no MCP; the agent
+    contract (kbes/tools/) sits above it and phrases its answers for models."""
+    own = [i for i in imports("kbes") if i[0] == "application.py"]
+    assert own, "the application imports the domain"
+    assert [i for i in own if within(i[1], "kbes.tools") or within(i[1], "mcp")] == []
+    contract = [i for i in imports("kbes") if i[0].startswith("tools/")]
+    assert contract, "kbes/tools/ holds the agent contract"
+    assert [i for i in contract if within(i[1], "mcp") or within(i[1], "kbes.server")] == []
 
 
 def test_the_simulations_use_the_public_api_only() -> None:
@@ -102,9 +115,9 @@ def test_a_built_wheel_holds_every_source_file_under_the_kbes_namespace(tmp_path
     [wheel] = tmp_path.glob("kbes-*.whl")
     names = set(zipfile.ZipFile(wheel).namelist())
     expected = {
-        f"{package.replace('.', '/')}/{path.name}"
+        f"{package.replace('.', '/')}/{path.relative_to(ROOT / folder).as_posix()}"
         for folder, package in FOLDERS.items()
-        for path in (ROOT / folder).glob("*.py")
+        for path in (ROOT / folder).rglob("*.py")
     }
     assert expected - names == set()
     assert {name.split("/")[0] for name in names} == {
