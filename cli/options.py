@@ -340,7 +340,3 @@ def print_table(headers: Sequence[str], rows: Sequence[Sequence[Any]]) -> None:
         click.echo("  ".join(v.ljust(w) for v, w in zip(row, widths, strict=True)).rstrip())
         if n == 0:
             click.echo("  ".join("-" * w for w in widths))
-
-
-def echo_err(message: str) -> None:
-    click.echo(message, err=True)
