@@ -384,12 +384,7 @@ class KnowledgeBaseStore(Application):
                     event = self.mapper.to_domain_event(notification)
                     stamp = (type(event), event.timestamp)
                 events.append(
-                    FeedEvent(
-                        sequence=nid,
-                        type=EVENT_TYPES[stamp[0]],
-                        article_id=article_id,
-                        updated_at=timestamp_text(stamp[1]),
-                    )
+                    FeedEvent(nid, EVENT_TYPES[stamp[0]], article_id, timestamp_text(stamp[1]))
                 )
             return events, head
         notifications, head = self.feed.select_feed(kb.hex, after, limit)

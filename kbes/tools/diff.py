@@ -91,6 +91,3 @@ DIFF_TOOL = Tool(
     annotations=READ_ONLY,
     answer=diff_article,
 )
-
-HISTORY_TOOLS: list[Tool] = [DIFF_TOOL]
-"""The opt-in history tools, served by `kbes serve --history-tools`."""

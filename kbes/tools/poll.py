@@ -50,13 +50,8 @@ def poll(store: KnowledgeBaseStore, request: PollRequest, kb: UUID) -> PollResul
         resource_type=request.resource_type,
         resource_id=str(kb),
         events=[
-            ResourceEvent(
-                sequence=event.sequence,
-                type=event.type,
-                article_id=event.article_id,
-                updated_at=event.updated_at,
-            )
-            for event in events
+            ResourceEvent(sequence=sequence, type=kind, article_id=article, updated_at=stamp)
+            for sequence, kind, article, stamp in events
         ],
         next_sequence=events[-1].sequence if full else head,
         has_more=full,
