@@ -15,10 +15,10 @@ from typing import Any, TypeVar
 import click
 import msgspec
 
-from kbes.application import GRANTS_HINT, KnowledgeBaseStore, open_store
-from kbes.errors import KbesError
-from kbes.urls import MISTYPED_URL, POSTGRES_EXTRA, redact
-from kbes.wire import MAX_SEQUENCE
+from kbes.application import KnowledgeBaseStore, open_store
+from kbes.errors import ArticleElsewhere, KbesError, KnowledgeBaseNotFound
+from kbes.tools.wire import MAX_SEQUENCE
+from kbes.urls import MISTYPED_URL, redact
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -151,14 +151,15 @@ def require_postgres_log(url: str, alternative: str, *, create: bool = False) ->
     database, a wrong password), where the store's pool retries for 30 s. Returns whether the
     log exists."""
     try:
-        import psycopg
-        from psycopg import sql
-
+        # When psycopg or its pool is missing, kbes.postgres's error says how to install them.
         from kbes.postgres import postgres_env
     except ImportError as e:
         raise NoDatabase(
-            f"--db is a PostgreSQL URL, which needs kbes's postgres extra: {POSTGRES_EXTRA} ({e})"
+            f"--db is a PostgreSQL URL, which needs kbes's postgres extra: {e}"
         ) from None
+    import psycopg
+    from psycopg import sql
+
     try:
         env = {**os.environ, **postgres_env(url)}
     except ValueError as e:
@@ -281,12 +282,18 @@ def store_at(
         raise NoDatabase(f"cannot open database {redact(db)!r} (--db / KBES_DB): {message}") from e
     try:
         yield store
+    except KnowledgeBaseNotFound as e:
+        raise click.ClickException(
+            f"{e.code}: no knowledge base {e.knowledge_base_id} is available here; "
+            "`kbes kb list` shows the knowledge bases in this database"
+        ) from None
+    except ArticleElsewhere as e:
+        raise click.ClickException(
+            f"{e.code}: {e.message}; "
+            f"`kbes article list --kb {e.knowledge_base_id}` lists its articles"
+        ) from None
     except KbesError as e:
-        # The agent-facing hint about grants means nothing at a shell, where there are none.
-        message = e.message.replace(
-            GRANTS_HINT, "`kbes kb list` shows the knowledge bases in this database"
-        )
-        raise click.ClickException(f"{e.code}: {message}") from None
+        raise click.ClickException(f"{e.code}: {e.message}") from None
     finally:
         store.close()
 
@@ -333,7 +340,3 @@ def print_table(headers: Sequence[str], rows: Sequence[Sequence[Any]]) -> None:
         click.echo("  ".join(v.ljust(w) for v, w in zip(row, widths, strict=True)).rstrip())
         if n == 0:
             click.echo("  ".join("-" * w for w in widths))
-
-
-def echo_err(message: str) -> None:
-    click.echo(message, err=True)

@@ -11,12 +11,12 @@ from typing import TYPE_CHECKING
 import anyio
 import click
 
-from kbes.application import Grants, KnowledgeBaseStore
+from kbes.application import KnowledgeBaseStore
 from kbes.cli.options import existing_db_option, store_at
-from kbes.history_tools import HISTORY_TOOLS
+from kbes.edit_policy import EDIT_POLICIES
 from kbes.identity import describe_grants, instructions_for
 from kbes.ids import canonical_id
-from kbes.tools import TOOLS, Tool
+from kbes.tools import HISTORY_TOOLS, TOOLS, Grants, Tool
 from kbes.urls import redact
 
 if TYPE_CHECKING:
@@ -24,7 +24,6 @@ if TYPE_CHECKING:
 
 # `kbes.server` and `kbes.http_auth` import the MCP SDK, the slowest import kbes has, so they are
 # imported only when `kbes serve` runs: `kbes --help` and every other command never load it.
-EDIT_POLICIES = ("ask", "allow", "deny")
 LOG_LEVELS = ("debug", "info", "warning", "error")
 
 

@@ -77,10 +77,10 @@ def import_folder(
             )
             report.added.append(key)
         else:
-            if (article.title, article.content) != (title, content):
-                if article.title != title:
+            old_title = article.title
+            if article.save(content, title, at=next_timestamp(store.clock, article.updated_at)):
+                if old_title != title:
                     report.retitled.append(key)
-                article.save(content, title, at=next_timestamp(store.clock, article.updated_at))
                 report.saved.append(key)
         if publish and not article.published:
             if article.ever_published:

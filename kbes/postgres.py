@@ -30,12 +30,16 @@ from typing import Any
 from urllib.parse import parse_qsl, unquote, urlsplit
 from uuid import UUID
 
-from kbes.urls import POSTGRES_EXTRA
-
 try:
-    import psycopg  # noqa: F401  (fail here, with a useful message, not deep in eventsourcing)
+    # Fail here, with a useful message, not deep in eventsourcing. The extra is installed from
+    # kbes's source folder, kbes not being on a package index.
+    import psycopg  # noqa: F401
+    import psycopg_pool  # noqa: F401
 except ImportError as error:  # pragma: no cover - depends on the installed extras
-    raise ImportError(f"a postgresql:// database needs psycopg 3: {POSTGRES_EXTRA}") from error
+    raise ImportError(
+        "a postgresql:// database needs psycopg 3 and its pool: "
+        f"pip install '.[postgres]' in kbes's source folder ({error})"
+    ) from error
 
 from eventsourcing.persistence import (
     InterfaceError,

@@ -15,7 +15,7 @@ import functools
 import logging
 import socket
 from collections.abc import Iterable, Sequence
-from typing import Any, Literal
+from typing import Any
 
 import anyio
 import anyio.to_thread
@@ -31,7 +31,8 @@ from mcp.shared.exceptions import MCPError
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 from starlette.applications import Starlette
 
-from kbes.application import Grants, KnowledgeBaseStore
+from kbes.application import KnowledgeBaseStore
+from kbes.edit_policy import EDIT_POLICIES, EditPolicy
 from kbes.errors import (
     ApprovalRequired,
     EditDeclined,
@@ -41,13 +42,9 @@ from kbes.errors import (
 )
 from kbes.http_auth import Tokens, TokensFileVerifier, narrow
 from kbes.identity import SERVER_NAME, SERVER_TITLE, server_version
-from kbes.ids import canonical_id
-from kbes.tools import TOOLS, Tool
+from kbes.tools import TOOLS, Grants, Tool
 
 logger = logging.getLogger(__name__)
-
-EditPolicy = Literal["ask", "allow", "deny"]
-EDIT_POLICIES: tuple[EditPolicy, ...] = ("ask", "allow", "deny")
 
 APPROVAL_KEY = "kbes_approve_write"
 """The key of the approval question inside an `InputRequiredResult` (protocol 2026-07-28)."""
@@ -59,13 +56,6 @@ APPROVAL_SCHEMA: dict[str, Any] = {"type": "object", "properties": {}}
 STORE_THREADS = 4
 """Tool calls run SQLite work in worker threads; fewer than the store's connection pool (5), so
 a burst of calls queues here instead of timing out on the pool."""
-
-
-# Grants ---------------------------------------------------------------------------------------
-
-
-def _granted(knowledge_base_id: object, grants: Grants) -> bool:
-    return grants is None or canonical_id(knowledge_base_id) in grants
 
 
 # The server ------------------------------------------------------------------------------------
@@ -159,17 +149,18 @@ class KbesMCP:
     ) -> types.CallToolResult | types.InputRequiredResult:
         try:
             request = tool.parse(params.arguments)
+            # The one grant check, before the user is asked: an ungranted knowledge base is
+            # `not_found` without bothering them, exactly as a random id is.
+            kb = tool.admit(request, grants)
         except KbesError as e:
             return error_result(e)
-        if writes(tool) and _granted(getattr(request, "knowledge_base_id", None), grants):
-            # An ungranted knowledge base is `not_found` without bothering the user, exactly
-            # as a random id is; only a write that could happen is put to the user.
+        if writes(tool):
             refusal = await self._approve(ctx, params, tool, request)
             if refusal is not None:
                 return refusal
         try:
             result = await anyio.to_thread.run_sync(
-                functools.partial(tool.run, self.store, request, grants), limiter=self._limiter
+                functools.partial(tool.answer, self.store, request, kb), limiter=self._limiter
             )
         except KbesError as e:
             return error_result(e)

@@ -6,16 +6,18 @@ from __future__ import annotations
 import json
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import msgspec
 import pytest
 from click.testing import CliRunner
 
-from kbes import open_store
+from kbes import KnowledgeBaseStore, open_store
 from kbes.cli import main
 from kbes.projections import views
 from kbes.sims.baseline import Baseline, BaselineError, normalise
-from kbes.wire import PollRequest, SearchRequest
+from kbes.tools import TOOLS
+from kbes.tools.wire import PollRequest, SearchRequest
 
 ROWS_WITH_BASELINE = {"1a", "1b", "1c", "3a", "3b", "3c", "4a", "4b"}
 
@@ -169,10 +171,16 @@ def test_replay_in_small_batches_and_after_a_crash_equals_incremental_views(
         try:
             store.catch_up()
             assert store.views.dump() == expected
-            hits = store.search(SearchRequest(knowledge_base_id=str(kb), query="word2"))
+            hits = TOOLS["search_knowledge_base"].run(
+                store, SearchRequest(knowledge_base_id=str(kb), query="word2"), None
+            )
             assert [hit.article_id for hit in hits.hits] == [str(ids[2])]
         finally:
             store.close()
+
+
+def poll(store: KnowledgeBaseStore, request: PollRequest) -> Any:
+    return TOOLS["poll_resource_events"].run(store, request, None)
 
 
 def test_poll_fast_path_answers_as_the_mapper_does(
@@ -194,20 +202,23 @@ def test_poll_fast_path_answers_as_the_mapper_does(
             store.save_article(owner, article, content="saved", title="renamed")
         store.unpublish_article(kb, ids[0])
         request = PollRequest(resource_type="knowledge_base", resource_id=str(kb), limit=4)
-        fast = [store.poll(request), store.poll(msgspec.structs.replace(request, after_sequence=3))]
+        fast = [
+            poll(store, request),
+            poll(store, msgspec.structs.replace(request, after_sequence=3)),
+        ]
         assert [e.type for e in fast[0].events][:1] == ["published"]
         monkeypatch.setattr(store.mapper, "decode_stamp", lambda topic, state: None)
         fallback = [
-            store.poll(request),
-            store.poll(msgspec.structs.replace(request, after_sequence=3)),
+            poll(store, request),
+            poll(store, msgspec.structs.replace(request, after_sequence=3)),
         ]
         monkeypatch.setattr(store.mapper, "decode_stamp", None)
         generic = [
-            store.poll(request),
-            store.poll(msgspec.structs.replace(request, after_sequence=3)),
+            poll(store, request),
+            poll(store, msgspec.structs.replace(request, after_sequence=3)),
         ]
         assert fast == fallback == generic
-        everything = store.poll(msgspec.structs.replace(request, limit=100))
+        everything = poll(store, msgspec.structs.replace(request, limit=100))
         assert {e.type for e in everything.events} == {"published", "retitled", "unpublished"}
         assert all(e.article_id in {str(a) for a in ids} for e in everything.events)
     finally:

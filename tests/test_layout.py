@@ -77,6 +77,17 @@ def test_the_domain_reaches_the_projections_only_through_the_application_wiring(
     assert users == {"application.py"}
 
 
+def test_the_application_knows_nothing_of_the_agent_contract() -> None:
+    """The application speaks in domain terms: no wire types, no tools, no MCP; the agent
+    contract (kbes/tools/) sits above it and phrases its answers for models."""
+    own = [i for i in imports("kbes") if i[0] == "application.py"]
+    assert own, "the application imports the domain"
+    assert [i for i in own if within(i[1], "kbes.tools") or within(i[1], "mcp")] == []
+    contract = [i for i in imports("kbes") if i[0].startswith("tools/")]
+    assert contract, "kbes/tools/ holds the agent contract"
+    assert [i for i in contract if within(i[1], "mcp") or within(i[1], "kbes.server")] == []
+
+
 def test_the_simulations_use_the_public_api_only() -> None:
     """`sims/` drives the same tool layer the MCP server serves: `from kbes import ...` of the
     names kbes exports, and its own modules; never the application's or the views' insides."""

@@ -1,5 +1,6 @@
-"""What agents send and receive. Requests forbid unknown fields; the tools' JSON input schemas
-are generated from these structs, so the advertised contract and the enforced one are one."""
+"""What agents send and receive, for all five tools. Requests forbid unknown fields; the tools'
+JSON input schemas are generated from these structs, so the advertised contract and the enforced
+one are one."""
 
 from __future__ import annotations
 
@@ -183,8 +184,49 @@ class PollResult(Wire):
     ]
 
 
-class ToolErrorBody(Wire):
-    """The JSON of a tool error: a stable code, a message a model can act on, and details."""
+class DiffRequest(Request):
+    knowledge_base_id: KnowledgeBaseId
+    article_id: ArticleId
+    since_version: Annotated[
+        datetime,
+        Meta(
+            tz=True,
+            description=(
+                "The updated_at of your citation of this article: the version your answer "
+                "relied on. The diff runs from it to the current version."
+            ),
+        ),
+    ]
 
-    code: str
-    message: str
+
+class ArticleChange(Wire):
+    """One event on the article since the cited version."""
+
+    sequence: int
+    type: str
+    updated_at: Timestamp
+
+
+class DiffResult(Wire):
+    knowledge_base_id: str
+    article_id: str
+    since_version: Timestamp
+    updated_at: Timestamp
+    title: str
+    changed: Annotated[
+        bool, Meta(description="False when the cited version is still the current one.")
+    ]
+    changes: Annotated[
+        list[ArticleChange],
+        Meta(description="Events since the cited version, oldest first."),
+    ]
+    diff: Annotated[
+        str,
+        Meta(
+            description=(
+                "Unified diff from the cited version to the current one; the first line of "
+                "each side is '# <title>'. Empty when nothing changed."
+            )
+        ),
+    ]
+    citation: Citation
