@@ -10,7 +10,7 @@ import hashlib
 import os
 from collections.abc import Callable, Iterable, Sequence
 from datetime import datetime
-from typing import Any, ClassVar, TypeVar
+from typing import Any, ClassVar, TypeVar, cast
 from uuid import UUID
 
 import msgspec
@@ -30,12 +30,13 @@ from kbes.errors import (
     UnsupportedResourceType,
     VersionConflict,
 )
+from kbes.feed import FeedEvent, FeedReader
 from kbes.knowledge_base import KnowledgeBase
 from kbes.mapper import MsgspecMapper
 from kbes.projections import search as search_index
 from kbes.projections.views import Views
 from kbes.receipt import EditReceipt, receipt_id
-from kbes.recorder import FEED_KWARG, FeedApplicationRecorder, KbesSQLiteFactory
+from kbes.recorder import FEED_KWARG, KbesSQLiteFactory, ViewsHome
 from kbes.wire import (
     ArticleResult,
     Citation,
@@ -94,20 +95,19 @@ class KnowledgeBaseStore(Application):
         self.clock: Clock = clock or SystemClock()
         self._known_knowledge_bases: set[UUID] = set()
         # With a PostgreSQL log the views stay in a local SQLite file (kbes.postgres).
-        factory: Any = self.factory
-        self.views = Views(
-            getattr(factory, "views_datastore", None) or factory.datastore,
-            application_name=self.name,
-        )
+        factory = cast(ViewsHome, self.factory)
+        self.views = Views(factory.views_datastore, application_name=self.name)
         self.views.create_table()
+
+    mapper: MsgspecMapper
 
     def construct_mapper(self) -> MsgspecMapper:
         return MsgspecMapper()
 
     @property
-    def feed(self) -> FeedApplicationRecorder:
-        # SQLite's FeedApplicationRecorder or kbes.postgres's: the same `select_feed` contract.
-        assert hasattr(self.recorder, "select_feed")
+    def feed(self) -> FeedReader:
+        """The log's reads for the views and the feed: SQLite's FeedApplicationRecorder or
+        kbes.postgres's PostgresFeedRecorder, the same FeedReader either way."""
         return self.recorder  # type: ignore[return-value]
 
     def save(self, *objs: Any, **kwargs: Any) -> list[Recording]:
@@ -275,7 +275,7 @@ class KnowledgeBaseStore(Application):
 
     def catch_up(self, progress: Callable[[int], None] | None = None) -> int:
         """Bring the views to the head of the log; one cheap query when already there."""
-        return self.views.catch_up(self.recorder, self.mapper, progress=progress)
+        return self.views.catch_up(self.feed, self.mapper, progress=progress)
 
     def rebuild(self, progress: Callable[[int], None] | None = None) -> int:
         """Drop the views and replay the whole log into them."""
@@ -385,7 +385,13 @@ class KnowledgeBaseStore(Application):
                 supported=list(SUPPORTED_RESOURCE_TYPES),
             )
         kb = self._knowledge_base_uuid(request.resource_id, grants)
-        events, head = self._feed_page(kb, request.after_sequence, request.limit)
+        page, head = self.feed_page(kb, request.after_sequence, request.limit)
+        events = [
+            ResourceEvent(
+                sequence=e.sequence, type=e.type, article_id=e.article_id, updated_at=e.updated_at
+            )
+            for e in page
+        ]
         if request.after_sequence > head:
             # No sequence past the head was ever returned: a garbled or foreign cursor, which
             # echoed back would hide every event until the log grew that far.
@@ -404,47 +410,26 @@ class KnowledgeBaseStore(Application):
             has_more=full,
         )
 
-    def _feed_page(self, kb: UUID, after: int, limit: int) -> tuple[list[ResourceEvent], int]:
-        """The page's events and the log's head, read in one snapshot. Where the recorder and
-        the mapper offer it, each event's row is read as a tuple and only its timestamp is
-        decoded (a page of 100: ~1.3 -> ~0.5 ms); otherwise through Notification objects and
-        the mapper's domain events."""
-        select_rows = getattr(self.feed, "select_feed_rows", None)
-        decode_stamp = getattr(self.mapper, "decode_stamp", None)
-        events: list[ResourceEvent] = []
-        if select_rows is not None and decode_stamp is not None:
-            rows, head = select_rows(kb.hex, after, limit)
-            for nid, article_id, version, topic, state in rows:
-                stamp = decode_stamp(topic, state)
-                if stamp is None:  # an upcast event: the mapper's full path
-                    notification = Notification(
-                        id=nid,
-                        originator_id=UUID(article_id),
-                        originator_version=version,
-                        topic=topic,
-                        state=state,
-                    )
-                    event = self.mapper.to_domain_event(notification)
-                    stamp = (type(event), event.timestamp)
-                events.append(
-                    ResourceEvent(
-                        sequence=nid,
-                        type=EVENT_TYPES[stamp[0]],
-                        article_id=article_id,
-                        updated_at=timestamp_text(stamp[1]),
-                    )
+    def feed_page(self, kb: UUID, after: int, limit: int) -> tuple[list[FeedEvent], int]:
+        """Up to `limit` events of the knowledge base's feed after sequence `after`, and the
+        log's head, read in one snapshot. Only each event's class and timestamp are decoded:
+        the feed reports no content."""
+        rows, head = self.feed.select_feed_rows(kb.hex, after, limit)
+        events: list[FeedEvent] = []
+        for nid, article_id, version, topic, state in rows:
+            stamp = self.mapper.decode_stamp(topic, state)
+            if stamp is None:  # an upcast event: the mapper's full path
+                notification = Notification(
+                    id=nid,
+                    originator_id=UUID(article_id),
+                    originator_version=version,
+                    topic=topic,
+                    state=state,
                 )
-            return events, head
-        notifications, head = self.feed.select_feed(kb.hex, after, limit)
-        for notification in notifications:
-            event = self.mapper.to_domain_event(notification)
+                event = self.mapper.to_domain_event(notification)
+                stamp = (type(event), event.timestamp)
             events.append(
-                ResourceEvent(
-                    sequence=notification.id,
-                    type=EVENT_TYPES[type(event)],
-                    article_id=str(event.originator_id),
-                    updated_at=format_timestamp(event.timestamp),
-                )
+                FeedEvent(nid, EVENT_TYPES[stamp[0]], article_id, timestamp_text(stamp[1]))
             )
         return events, head
 

@@ -8,8 +8,9 @@ what the SQLite store has (kbes/recorder.py):
 - the per-knowledge-base feed index `kb_feed(knowledge_base_id, notification_id)`, written in
   the same transaction as the events, while eventsourcing's `LOCK TABLE ... IN EXCLUSIVE MODE`
   still holds, so feed rows commit in notification-id order with their events;
-- `select_feed`, the same contract as SQLite's: one page of one knowledge base's visible
-  notifications and the head of the whole log, read in one statement (one snapshot).
+- the reads of kbes.feed.FeedReader, as the SQLite recorder offers them: one page of one
+  knowledge base's visible events and the head of the whole log, read in one statement (one
+  snapshot), and the log as the views fold it.
 
 The views (article state, version history, FTS5 search index) stay in a local SQLite file per
 process, fed from the shared log: search and read answer locally, and only the catch-up (one
@@ -39,7 +40,6 @@ except ImportError as error:  # pragma: no cover - depends on the installed extr
 
 from eventsourcing.persistence import (
     InterfaceError,
-    Notification,
     OperationalError,
     StoredEvent,
 )
@@ -54,6 +54,7 @@ from psycopg import Cursor
 from psycopg.rows import DictRow
 from psycopg.sql import SQL, Composed, Identifier
 
+from kbes.feed import StoredRow
 from kbes.recorder import FEED_KWARG, KbesSQLiteDatastore
 from kbes.urls import redact
 
@@ -260,11 +261,11 @@ class PostgresFeedRecorder(PostgresApplicationRecorder):
         return ids
 
     @retry((InterfaceError, OperationalError), max_attempts=10, wait=0.2)
-    def select_feed(
+    def select_feed_rows(
         self, knowledge_base_hex: str, after: int, limit: int
-    ) -> tuple[list[Notification], int]:
-        """One consistent read: up to `limit` visible notifications of one knowledge base after
-        `after`, and the head of the whole log at that moment."""
+    ) -> tuple[list[StoredRow], int]:
+        """One page of a knowledge base's feed and the log's head, in one statement: one
+        snapshot (kbes.feed.FeedReader)."""
         with self.datastore.get_connection() as conn, conn.cursor() as curs:
             curs.execute(
                 self.select_feed_statement,
@@ -273,18 +274,26 @@ class PostgresFeedRecorder(PostgresApplicationRecorder):
             )
             rows = curs.fetchall()
         head = (rows[0]["head"] if rows else None) or 0
-        notifications = [
-            Notification(
-                id=row["notification_id"],
-                originator_id=row["originator_id"],
-                originator_version=row["originator_version"],
-                topic=row["topic"],
-                state=bytes(row["state"]),
+        page = [
+            (
+                row["notification_id"],
+                str(row["originator_id"]),
+                row["originator_version"],
+                row["topic"],
+                bytes(row["state"]),
             )
             for row in rows
             if row["notification_id"] is not None
         ]
-        return notifications, head
+        return page, head
+
+    def select_notification_rows(self, start: int, limit: int, stop: int) -> list[StoredRow]:
+        """The log as the views fold it (kbes.feed.FeedReader), read through eventsourcing's
+        own `select_notifications`."""
+        return [
+            (n.id, str(n.originator_id), n.originator_version, n.topic, n.state)
+            for n in self.select_notifications(start=start, limit=limit, stop=stop)
+        ]
 
     def log_identity(self) -> str:
         """Which log this is: server, database and the events table's OID. A dropped and

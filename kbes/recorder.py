@@ -11,13 +11,12 @@ import threading
 from collections import deque
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
-from typing import Any
+from typing import Any, Protocol
 from uuid import UUID
 
 from eventsourcing.persistence import (
     ConnectionPoolClosedError,
     InterfaceError,
-    Notification,
     StoredEvent,
 )
 from eventsourcing.sqlite import (
@@ -30,6 +29,8 @@ from eventsourcing.sqlite import (
     SQLiteFactory,
 )
 
+from kbes.feed import StoredRow
+
 FEED_KWARG = "kb_feed"
 """`app.save(..., kb_feed=[kb_hex | None, ...])`: one entry per stored event, None if hidden."""
 
@@ -40,6 +41,14 @@ MAX_READERS = 8
 
 STATEMENT_CACHE_SIZE = 256
 """Prepared statements kept per connection: more than kbes ever uses, so none is re-prepared."""
+
+
+class ViewsHome(Protocol):
+    """A kbes infrastructure factory: where this process keeps its views (SQLite's own file,
+    or a local file beside a PostgreSQL log: kbes.postgres)."""
+
+    @property
+    def views_datastore(self) -> KbesSQLiteDatastore: ...
 
 
 class KbesConnectionPool(SQLiteConnectionPool):
@@ -205,7 +214,8 @@ def _fetch(
 
 
 class FeedApplicationRecorder(SQLiteApplicationRecorder):
-    """Application recorder that also writes the per-knowledge-base feed index."""
+    """Application recorder that also writes the per-knowledge-base feed index, and reads the
+    log as kbes.feed.FeedReader says."""
 
     def construct_create_table_statements(self) -> list[str]:
         return [
@@ -276,12 +286,8 @@ class FeedApplicationRecorder(SQLiteApplicationRecorder):
             "WHERE originator_id = ? AND originator_version > ? ORDER BY originator_version"
         )
 
-    def select_notification_rows(
-        self, start: int, limit: int, stop: int
-    ) -> list[tuple[int, str, int, str, bytes]]:
-        """`(id, originator id as canonical UUID text, version, topic, state)` of up to `limit`
-        notifications from `start` to `stop`: the log as the views fold it, without building a
-        Notification (and a UUID) per event."""
+    def select_notification_rows(self, start: int, limit: int, stop: int) -> list[StoredRow]:
+        """The log as the views fold it (kbes.feed.FeedReader)."""
         with self.datastore.transaction(commit=False) as c:
             c.sqlite_cursor.row_factory = None  # plain tuples
             c.execute(
@@ -299,9 +305,9 @@ class FeedApplicationRecorder(SQLiteApplicationRecorder):
 
     def select_feed_rows(
         self, knowledge_base_hex: str, after: int, limit: int
-    ) -> tuple[list[tuple[int, str, int, str, bytes]], int]:
-        """`select_feed` as plain `(id, article id as canonical UUID text, version, topic, state)`
-        tuples, without a Notification and a UUID per event (a page of 100: ~0.3 ms less)."""
+    ) -> tuple[list[StoredRow], int]:
+        """One page of a knowledge base's feed and the log's head, in one read transaction
+        (kbes.feed.FeedReader)."""
         with self.datastore.transaction(commit=False) as c:
             c.execute(
                 "SELECT e.rowid, e.originator_id, e.originator_version, e.topic, e.state "
@@ -315,29 +321,16 @@ class FeedApplicationRecorder(SQLiteApplicationRecorder):
             head = c.fetchone()[0] or 0
         return [(row[0], _canonical(row[1]), row[2], row[3], row[4]) for row in rows], head
 
-    def select_feed(
-        self, knowledge_base_hex: str, after: int, limit: int
-    ) -> tuple[list[Notification], int]:
-        """One consistent read: up to `limit` visible notifications of one knowledge base after
-        `after`, and the head of the whole log at that moment."""
-        rows, head = self.select_feed_rows(knowledge_base_hex, after, limit)
-        notifications = [
-            Notification(
-                id=nid,
-                originator_id=UUID(article_id),
-                originator_version=version,
-                topic=topic,
-                state=state,
-            )
-            for nid, article_id, version, topic, state in rows
-        ]
-        return notifications, head
-
 
 class KbesSQLiteFactory(SQLiteFactory):
     """SQLiteFactory that builds our datastore and application recorder."""
 
     application_recorder_class = FeedApplicationRecorder
+
+    @property
+    def views_datastore(self) -> KbesSQLiteDatastore:
+        """The views live in the log's own file, beside the events they are folded from."""
+        return self.datastore  # type: ignore[return-value]
 
     def __init__(self, env: Any) -> None:
         super().__init__(env)

@@ -13,10 +13,13 @@ from contextlib import contextmanager
 from typing import Any
 from uuid import UUID
 
-from eventsourcing.persistence import ApplicationRecorder, Mapper, Notification, Tracking
-from eventsourcing.sqlite import SQLiteCursor, SQLiteDatastore, SQLiteTrackingRecorder
+from eventsourcing.persistence import Notification, Tracking
+from eventsourcing.sqlite import SQLiteCursor, SQLiteTrackingRecorder
 
+from kbes.feed import FeedReader
+from kbes.mapper import MsgspecMapper
 from kbes.projections import articles, search
+from kbes.recorder import KbesSQLiteDatastore
 
 BATCH_SIZE = 500
 REPLAY_CHUNK = 5000
@@ -33,7 +36,9 @@ at the end of the replay), absent in a database older than it (follows the views
 class Views(SQLiteTrackingRecorder):
     """Article state, version history and the search index, with their tracking position."""
 
-    def __init__(self, datastore: SQLiteDatastore, application_name: str) -> None:
+    datastore: KbesSQLiteDatastore
+
+    def __init__(self, datastore: KbesSQLiteDatastore, application_name: str) -> None:
         super().__init__(datastore)
         self.application_name = application_name
         self._lock = threading.Lock()
@@ -72,8 +77,8 @@ class Views(SQLiteTrackingRecorder):
 
     def catch_up(
         self,
-        recorder: ApplicationRecorder,
-        mapper: Mapper,
+        recorder: FeedReader,
+        mapper: MsgspecMapper,
         *,
         head: int | None = None,
         progress: Callable[[int], None] | None = None,
@@ -139,8 +144,8 @@ class Views(SQLiteTrackingRecorder):
 
     def _finish_replay(self) -> None:
         """If a replay left the search index behind, fill it whole from the article view in one
-        transaction (the published articles, as `apply` would have left them), and build the
-        indexes the replay dropped."""
+        transaction (the published articles, as indexing batch by batch would have left them),
+        and build the indexes the replay dropped."""
         with self.read() as c:
             searched = self._search_position(c)
             if searched is None or searched == (
@@ -207,10 +212,9 @@ class Views(SQLiteTrackingRecorder):
             return c.fetchall()
 
     def _query(self, statement: str, params: tuple[Any, ...]) -> list[Any] | None:
-        """A read tool's one statement without a transaction around it, where the datastore
-        offers that (kbes.recorder: a lone SELECT is its own snapshot); None otherwise."""
-        query = getattr(self.datastore, "query", None)
-        return None if query is None else query(statement, params, named=True)  # type: ignore[no-any-return]
+        """A read tool's one statement without a transaction around it (a lone SELECT is its
+        own snapshot); None where the datastore must use a transaction (kbes.recorder)."""
+        return self.datastore.query(statement, params, named=True)
 
     def knowledge_base(self, knowledge_base_id: str) -> Any:
         with self.read() as c:
@@ -282,24 +286,17 @@ def _recreate_search_index(c: SQLiteCursor) -> None:
 
 
 def read_items(
-    recorder: ApplicationRecorder, mapper: Mapper, start: int, limit: int, stop: int
+    recorder: FeedReader, mapper: MsgspecMapper, start: int, limit: int, stop: int
 ) -> tuple[list[articles.Item], int | None]:
     """Up to `limit` events of the log from `start` (to `stop`) as items to fold, and the last
-    notification id read (None at the end). Straight from the rows when the recorder and the
-    mapper offer it (no Notification or domain-event objects: ~2x faster); otherwise, and for
-    events that need upcasting, through eventsourcing's notifications and the mapper."""
-    select_rows = getattr(recorder, "select_notification_rows", None)
-    decode = getattr(mapper, "decode_fields", None)
-    if select_rows is None or decode is None:
-        notifications = recorder.select_notifications(start=start, limit=limit, stop=stop)
-        if not notifications:
-            return [], None
-        events = [(mapper.to_domain_event(n), n.id) for n in notifications]
-        return articles.items_of(events), notifications[-1].id
-    rows = select_rows(start, limit, stop)
+    notification id read (None at the end). Straight from the rows, decoding each event's
+    fields but building no Notification or domain event, except for events that need
+    upcasting or are snapshots, which go through the mapper's full path."""
+    rows = recorder.select_notification_rows(start, limit, stop)
     if not rows:
         return [], None
     items: list[articles.Item] = []
+    decode = mapper.decode_fields
     for nid, oid, version, topic, state in rows:
         decoded = decode(topic, state)
         if decoded is None:
