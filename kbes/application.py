@@ -15,7 +15,6 @@ from uuid import UUID
 
 import msgspec
 from eventsourcing.application import AggregateNotFoundError, Application, ProcessingEvent
-from eventsourcing.domain import Aggregate
 from eventsourcing.persistence import IntegrityError, Notification, Recording
 from eventsourcing.utils import get_topic
 
@@ -31,6 +30,7 @@ from kbes.errors import (
     VersionConflict,
 )
 from kbes.feed import FeedEvent, FeedReader
+from kbes.internals import project_unchecked, save_unchecked
 from kbes.knowledge_base import KnowledgeBase
 from kbes.mapper import MsgspecMapper
 from kbes.projections import search as search_index
@@ -59,15 +59,6 @@ Grants = frozenset[str] | None
 """Knowledge-base ids (canonical UUID text) a caller may touch; None means all."""
 
 
-def _project(aggregate: Any, events: Iterable[Any]) -> Any:
-    """eventsourcing's `project_aggregate` without its per-event `assert isinstance(event,
-    CanMutateProtocol)`, a runtime Protocol check that costs ~20 us an event on Python 3.11:
-    every edit fast-forwards its cached article by one event."""
-    for event in events:
-        aggregate = event.mutate(aggregate)
-    return aggregate
-
-
 class KnowledgeBaseStore(Application):
     """An event-sourced knowledge-base store."""
 
@@ -75,15 +66,15 @@ class KnowledgeBaseStore(Application):
     env: ClassVar[dict[str, str]] = {
         "PERSISTENCE_MODULE": get_topic(KbesSQLiteFactory),
         # Edits load articles from the cache, fast-forwarded by one query, never by replaying
-        # the whole history (2,000 edits of one article: 17/s uncached, ~960/s cached).
+        # the whole history: without it an edit's cost grows with the article's history.
         "AGGREGATE_CACHE_MAXSIZE": "10000",
         "AGGREGATE_CACHE_FASTFORWARD": "y",
     }
     # A load with an empty cache (a fresh process, an evicted article) starts from the latest
-    # snapshot, so it replays at most 99 events, never the whole history (an article with
-    # 1,000 saves: 12.5 -> 0.11 ms; kbes bench rows 4c/4d). One snapshot per 100 versions.
+    # snapshot, so it replays at most 99 events, never the whole history (kbes bench rows
+    # 4c/4d). One snapshot per 100 versions.
     snapshotting_intervals: ClassVar[dict[type, int]] = {Article: 100}
-    snapshotting_projectors: ClassVar[dict[type, Any]] = {Article: _project}
+    snapshotting_projectors: ClassVar[dict[type, Any]] = {Article: project_unchecked}
 
     def __init__(
         self,
@@ -111,44 +102,12 @@ class KnowledgeBaseStore(Application):
         return self.recorder  # type: ignore[return-value]
 
     def save(self, *objs: Any, **kwargs: Any) -> list[Recording]:
-        """eventsourcing's `save`, minus its runtime Protocol checks: on Python 3.11 each
-        `isinstance(obj, DomainEventProtocol)` walks the protocol's members (~20 us an
-        aggregate, half the CPU of a bulk import). A plain class check picks out aggregates;
-        anything else still goes through eventsourcing's own collection. Imports of 2,000
-        articles: 31,700 -> 43,000 events/s (CPU); an edit: -60 us of CPU."""
-        processing_event = ProcessingEvent()
-        for obj in objs:
-            if isinstance(obj, Aggregate):
-                processing_event.events.extend(obj.collect_events())
-                processing_event.aggregates[obj.id] = obj
-            elif obj is not None:
-                processing_event.collect_events(obj)
-        processing_event.saved_kwargs.update(kwargs)
-        recordings = self._record(processing_event)
-        self._take_snapshots(processing_event)
-        self._notify(recordings)
-        self.notify(processing_event.events)
-        return recordings
-
-    def _take_snapshots(self, processing_event: ProcessingEvent) -> None:
-        """Snapshot a saved aggregate that is itself at a snapshot version (an edit: one event)
-        directly, instead of eventsourcing's reload of up to 100 events to rebuild it; other
-        cases (a bulk save past a snapshot version) go the library's way."""
-        if self.snapshots is None:
-            return
-        for event in processing_event.events:
-            aggregate = processing_event.aggregates.get(event.originator_id)
-            interval = self.snapshotting_intervals.get(type(aggregate))
-            if interval is None or event.originator_version % interval:
-                continue
-            if aggregate.version == event.originator_version:
-                self.snapshots.put([type(aggregate).Snapshot.take(aggregate)])
-            else:
-                self.take_snapshot(
-                    event.originator_id, version=event.originator_version, projector_func=_project
-                )
+        """eventsourcing's `save`, without its runtime Protocol checks (kbes.internals)."""
+        return save_unchecked(self, objs, kwargs)
 
     def _record(self, processing_event: ProcessingEvent) -> list[Recording]:
+        """Pass the feed entries of the events to the recorder, which writes them in the
+        events' transaction: eventsourcing's `searchabletimestamps` example's way."""
         processing_event.saved_kwargs[FEED_KWARG] = feed_entries(
             processing_event.events, processing_event.aggregates
         )
@@ -228,7 +187,7 @@ class KnowledgeBaseStore(Application):
         """The aggregate if there is one of this kind: knowledge bases, articles and edit
         receipts share one id space in the log, so an id of another kind is not found."""
         try:
-            found = self.repository.get(aggregate_id, projector_func=_project)
+            found = self.repository.get(aggregate_id, projector_func=project_unchecked)
         except AggregateNotFoundError:
             return None
         return found if isinstance(found, kind) else None

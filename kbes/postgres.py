@@ -55,6 +55,7 @@ from psycopg.rows import DictRow
 from psycopg.sql import SQL, Composed, Identifier
 
 from kbes.feed import StoredRow
+from kbes.internals import AfterInsertEvents
 from kbes.recorder import FEED_KWARG, KbesSQLiteDatastore
 from kbes.urls import redact
 
@@ -141,7 +142,7 @@ def _from_env(key: str, env: dict[str, str]) -> str | None:
     return None
 
 
-class PostgresFeedRecorder(PostgresApplicationRecorder):
+class PostgresFeedRecorder(AfterInsertEvents, PostgresApplicationRecorder):
     """eventsourcing's PostgreSQL application recorder, plus the per-knowledge-base feed index
     that keeps a poll O(page) (same table and contract as kbes.recorder's SQLite one)."""
 
@@ -235,30 +236,23 @@ class PostgresFeedRecorder(PostgresApplicationRecorder):
                     UUID(hex=kb)
         super()._insert_events(curs, stored_events, **kwargs)
 
-    def _fetch_ids_after_insert_events(
-        self,
-        curs: Cursor[DictRow],
-        stored_events: Sequence[StoredEvent],
-        **kwargs: Any,
-    ) -> Sequence[int] | None:
-        """Write the feed rows of the events just inserted: same transaction, table lock held.
-        A database error here aborts the transaction, so the events roll back with it."""
-        ids = super()._fetch_ids_after_insert_events(curs, stored_events, **kwargs)
+    def after_insert_events(self, curs: Any, ids: Sequence[int], **kwargs: Any) -> None:
+        """Write the feed rows of the events just inserted: same transaction, table lock held
+        (kbes.internals.AfterInsertEvents). A database error here aborts the transaction, so
+        the events roll back with it."""
         feed: Sequence[str | None] = kwargs.get(FEED_KWARG) or ()
-        if feed and ids:
-            rows = [
-                (UUID(hex=kb), nid) for kb, nid in zip(feed, ids, strict=True) if kb is not None
-            ]
-            if rows:
-                # A nested pipeline block syncs on exit, so a failure raises here, inside
-                # eventsourcing's error handling, rather than at commit.
-                with curs.connection.pipeline():
-                    curs.execute(
-                        self.insert_feed_statement,
-                        ([kb for kb, _ in rows], [nid for _, nid in rows]),
-                        prepare=True,
-                    )
-        return ids
+        if not feed:
+            return
+        rows = [(UUID(hex=kb), nid) for kb, nid in zip(feed, ids, strict=True) if kb is not None]
+        if rows:
+            # A nested pipeline block syncs on exit, so a failure raises here, inside
+            # eventsourcing's error handling, rather than at commit.
+            with curs.connection.pipeline():
+                curs.execute(
+                    self.insert_feed_statement,
+                    ([kb for kb, _ in rows], [nid for _, nid in rows]),
+                    prepare=True,
+                )
 
     @retry((InterfaceError, OperationalError), max_attempts=10, wait=0.2)
     def select_feed_rows(

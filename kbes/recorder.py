@@ -16,20 +16,18 @@ from uuid import UUID
 
 from eventsourcing.persistence import (
     ConnectionPoolClosedError,
-    InterfaceError,
     StoredEvent,
 )
 from eventsourcing.sqlite import (
-    SQLITE3_DEFAULT_LOCK_TIMEOUT,
     SQLiteApplicationRecorder,
     SQLiteConnection,
-    SQLiteConnectionPool,
     SQLiteCursor,
     SQLiteDatastore,
     SQLiteFactory,
 )
 
 from kbes.feed import StoredRow
+from kbes.internals import StatementCachedPool, new_connection, replace_pool
 
 FEED_KWARG = "kb_feed"
 """`app.save(..., kb_feed=[kb_hex | None, ...])`: one entry per stored event, None if hidden."""
@@ -38,9 +36,6 @@ SYNCHRONOUS_ENV = "KBES_SQLITE_SYNCHRONOUS"
 
 MAX_READERS = 8
 """Reader connections a datastore keeps beside its pool (each may cache up to 64 MiB)."""
-
-STATEMENT_CACHE_SIZE = 256
-"""Prepared statements kept per connection: more than kbes ever uses, so none is re-prepared."""
 
 
 class ViewsHome(Protocol):
@@ -51,61 +46,38 @@ class ViewsHome(Protocol):
     def views_datastore(self) -> KbesSQLiteDatastore: ...
 
 
-class KbesConnectionPool(SQLiteConnectionPool):
-    """eventsourcing's pool, with the pragmas a WAL event store wants on every connection."""
+class KbesConnectionPool(StatementCachedPool):
+    """eventsourcing's pool, with a statement cache per connection (kbes.internals) and the
+    pragmas a WAL event store wants on every connection."""
 
     synchronous = "FULL"
 
-    def _create_connection(self) -> SQLiteConnection:
-        # eventsourcing opens connections with `cached_statements=True`, a statement cache of
-        # ONE: any two statements used in turn are re-prepared on every execute (catch-up runs
-        # four per event). A real cache prepares each statement once per connection (two
-        # statements in turn: 57 -> 24 us; catch-up 6,000 -> 7,700 events/s). The rest is
-        # eventsourcing's own connection set-up.
-        try:
-            raw = sqlite3.connect(
-                database=self.db_name,
-                uri=True,
-                check_same_thread=False,
-                isolation_level=None,  # autocommit: transactions are begun explicitly
-                cached_statements=STATEMENT_CACHE_SIZE,
-                timeout=self.lock_timeout or SQLITE3_DEFAULT_LOCK_TIMEOUT,
-            )
-        except (sqlite3.Error, TypeError) as e:
-            raise InterfaceError(e) from e
-        if not self.is_sqlite_memory_mode and not self.is_journal_mode_wal:
-            # WAL: readers never block the writer nor each other; a commit appends to the log.
-            if raw.execute("PRAGMA journal_mode").fetchone()[0].lower() != "wal":
-                raw.execute("PRAGMA journal_mode=WAL")
-                self.journal_mode_was_changed_to_wal = True
-            self.is_journal_mode_wal = True
-        raw.row_factory = sqlite3.Row
-        connection = SQLiteConnection(sqlite_conn=raw, max_age=self.max_age)
-        # FULL: an acknowledged write survives power loss (the product default). NORMAL or
-        # OFF are opt-in for throwaway databases such as the simulations'.
-        raw.execute(f"PRAGMA synchronous={self.synchronous}")
-        # Sorting and temporary b-trees in memory, not in temp files.
-        raw.execute("PRAGMA temp_store=MEMORY")
-        # 64 MiB page cache per connection: the search index and views stay hot.
-        raw.execute("PRAGMA cache_size=-65536")
-        return connection
+    def connection_pragmas(self) -> Sequence[str]:
+        return (
+            # FULL: an acknowledged write survives power loss (the product default). NORMAL or
+            # OFF are opt-in for throwaway databases such as the simulations'.
+            f"PRAGMA synchronous={self.synchronous}",
+            # Sorting and temporary b-trees in memory, not in temp files.
+            "PRAGMA temp_store=MEMORY",
+            # A 64 MiB page cache per connection: the search index and views stay hot.
+            "PRAGMA cache_size=-65536",
+        )
 
 
 class KbesSQLiteDatastore(SQLiteDatastore):
     def __init__(self, db_name: str, *, synchronous: str = "FULL", **kwargs: Any) -> None:
         super().__init__(db_name, **kwargs)
-        pool = self.pool
-        self.pool = KbesConnectionPool(
+        pool = KbesConnectionPool(
             db_name=db_name,
-            lock_timeout=pool.lock_timeout,
-            pool_size=pool.pool_size,
-            max_overflow=pool.max_overflow,
-            pool_timeout=pool.pool_timeout,
-            max_age=pool.max_age,
-            pre_ping=pool.pre_ping,
+            lock_timeout=self.pool.lock_timeout,
+            pool_size=self.pool.pool_size,
+            max_overflow=self.pool.max_overflow,
+            pool_timeout=self.pool.pool_timeout,
+            max_age=self.pool.max_age,
+            pre_ping=self.pool.pre_ping,
         )
-        self.pool.synchronous = synchronous
-        pool.close()
+        pool.synchronous = synchronous
+        replace_pool(self, pool)
         self._idle_readers: deque[SQLiteConnection] = deque()
         self._readers: list[SQLiteConnection] = []
         self._readers_lock = threading.Lock()
@@ -125,7 +97,7 @@ class KbesSQLiteDatastore(SQLiteDatastore):
             if self._writer is None or self._writer.closed:
                 if self.pool.closed:
                     raise ConnectionPoolClosedError("the datastore is closed")
-                self._writer = self.pool._create_connection()
+                self._writer = new_connection(self.pool)
             yield self._writer
 
     @contextmanager
@@ -185,7 +157,7 @@ class KbesSQLiteDatastore(SQLiteDatastore):
         with self._readers_lock:
             if len(self._readers) >= MAX_READERS or self.pool.closed:
                 return None
-            connection = self.pool._create_connection()
+            connection = new_connection(self.pool)
             self._readers.append(connection)
             return connection
 
@@ -208,7 +180,7 @@ class KbesSQLiteDatastore(SQLiteDatastore):
 def _fetch(
     connection: SQLiteConnection, statement: str, params: Sequence[Any], named: bool
 ) -> list[Any]:
-    cursor = connection._sqlite_conn.cursor()
+    cursor = connection.cursor().sqlite_cursor
     cursor.row_factory = sqlite3.Row if named else None
     return cursor.execute(statement, params).fetchall()
 

@@ -17,6 +17,7 @@ from eventsourcing.persistence import Notification, Tracking
 from eventsourcing.sqlite import SQLiteCursor, SQLiteTrackingRecorder
 
 from kbes.feed import FeedReader
+from kbes.internals import insert_tracking, max_tracking_id
 from kbes.mapper import MsgspecMapper
 from kbes.projections import articles, search
 from kbes.recorder import KbesSQLiteDatastore
@@ -25,9 +26,9 @@ BATCH_SIZE = 500
 REPLAY_CHUNK = 5000
 REPLAY_EVENTS = 200_000
 REPLAY_BYTES = 64 * 1024 * 1024
-"""A replay (rebuild) reads the log in chunks and writes one transaction per ~200,000 events
-or ~64 MB of folded rows: each B-tree page is then rewritten once for many rows rather than
-once or more per chunk (1,000,000 events: ~20,000 -> ~29,000 events/s), in bounded memory."""
+"""A replay (rebuild) reads the log in chunks and writes one transaction per REPLAY_EVENTS events
+or REPLAY_BYTES of folded rows: each B-tree page is then rewritten once for many rows rather
+than once or more per chunk, in bounded memory (kbes bench row 6)."""
 SEARCH_SUFFIX = ".search"
 """Tracking row of the search index: the position it reflects, -1 after a drop (rebuilt whole
 at the end of the replay), absent in a database older than it (follows the views)."""
@@ -92,7 +93,7 @@ class Views(SQLiteTrackingRecorder):
         with self._lock:
             while self.position < head:
                 with self.write() as c:
-                    start = (self._max_tracking_id(self.application_name, c) or 0) + 1
+                    start = (max_tracking_id(self, c, self.application_name) or 0) + 1
                     if start > head:
                         self.position = start - 1
                         break
@@ -124,7 +125,7 @@ class Views(SQLiteTrackingRecorder):
                     if last is None:
                         break
                     batch.write(c, index_search=follow)
-                    self._insert_tracking(c, Tracking(self.application_name, last))
+                    insert_tracking(self, c, Tracking(self.application_name, last))
                     if follow:
                         self._set_search_position(c, last)
                 if progress is not None:
@@ -149,15 +150,16 @@ class Views(SQLiteTrackingRecorder):
         with self.read() as c:
             searched = self._search_position(c)
             if searched is None or searched == (
-                self._max_tracking_id(self.application_name, c) or 0
+                max_tracking_id(self, c, self.application_name) or 0
             ):
                 return
         with self.write() as c:
-            position = self._max_tracking_id(self.application_name, c) or 0
+            position = max_tracking_id(self, c, self.application_name) or 0
             if self._search_position(c) == position:
                 return
             # All IF NOT EXISTS: builds the dropped indexes. SQLite sorts in runs of up to
-            # cache_size: 8 MiB runs instead of 64 keep the peak of 1,000,000 rows ~60 MB lower.
+            # cache_size: smaller runs than the connection's 64 MiB cache keep the peak memory
+            # of a large rebuild down (kbes bench row 6b).
             c.execute("PRAGMA cache_size")
             cache_size = c.fetchone()[0]
             c.execute("PRAGMA cache_size=-8192")
