@@ -88,7 +88,8 @@ class KbesSQLiteDatastore(SQLiteDatastore):
     def get_connection(self, *, commit: bool) -> Iterator[SQLiteConnection]:
         """Writes to a file database take this datastore's one writer connection under a
         plain lock: what the pool's writer interlock guarantees (one writer at a time in the
-        process), for ~10 us less per edit. Reads and in-memory databases use the pool."""
+        process), at less cost per edit (bench row 1). Reads and in-memory databases use the
+        pool."""
         if not commit or self.pool.is_sqlite_memory_mode:
             with super().get_connection(commit=commit) as connection:
                 yield connection
@@ -102,10 +103,9 @@ class KbesSQLiteDatastore(SQLiteDatastore):
 
     @contextmanager
     def transaction(self, *, commit: bool) -> Iterator[SQLiteCursor]:
-        """Reads of a file database run on connections of their own, outside the pool. The
-        pool's reader/writer interlock costs ~30 us a transaction (a tool call's caught-up
-        check: 52 -> 14 us) and buys a WAL file nothing: readers never block the writer.
-        Writes, and every use of an in-memory database, go through the pool as before."""
+        """Reads of a file database run on connections of their own, outside the pool: the
+        pool's reader/writer interlock buys a WAL file nothing, since readers never block the
+        writer. Writes, and every use of an in-memory database, go through the pool."""
         if commit or self.pool.is_sqlite_memory_mode:
             with super().transaction(commit=commit) as cursor:
                 yield cursor
@@ -127,7 +127,7 @@ class KbesSQLiteDatastore(SQLiteDatastore):
         """One SELECT, without BEGIN/ROLLBACK (a lone statement is its own snapshot). It runs
         on the writer connection when no write holds it: in WAL mode a commit by another
         connection empties a connection's page cache, so right after an edit the writer's
-        cache is the warm one (a fast-forward read: 18 -> 10 us). Otherwise on a reader
+        cache is the warm one (an edit's fast-forward read). Otherwise on a reader
         connection. Rows are plain tuples, or sqlite3.Row if `named`. None where reads go
         through the pool (in-memory databases, all readers busy): the caller uses a
         transaction instead."""
