@@ -7,7 +7,10 @@ event only to throw them away. The SQLite recorder (kbes.recorder) and the Postg
 
 from __future__ import annotations
 
-from typing import NamedTuple, Protocol
+from collections.abc import Sequence
+from typing import Any, NamedTuple, Protocol
+
+from eventsourcing.persistence import StoredEvent
 
 
 class FeedEvent(NamedTuple):
@@ -48,4 +51,25 @@ class FeedReader(Protocol):
         ...
 
 
-__all__ = ["FeedEvent", "FeedReader", "StoredRow"]
+class EventDecoder(Protocol):
+    """What the views need of the mapper (kbes.mapper.MsgspecMapper)."""
+
+    def decode_fields(self, topic: str, state: bytes) -> tuple[type, Any] | None:
+        """An event's class and fields without building the domain event; None if the event
+        must go through `to_domain_event` (upcasting, snapshots)."""
+        ...
+
+    def to_domain_event(self, stored_event: StoredEvent) -> Any: ...
+
+
+class LoneSelect(Protocol):
+    """A datastore that runs one SELECT without a transaction around it (kbes.recorder)."""
+
+    def query(
+        self, statement: str, params: Sequence[Any], *, named: bool = False
+    ) -> list[Any] | None:
+        """The rows; None where the caller must use a transaction instead."""
+        ...
+
+
+__all__ = ["EventDecoder", "FeedEvent", "FeedReader", "LoneSelect", "StoredRow"]

@@ -10,17 +10,15 @@ from __future__ import annotations
 import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from typing import Any
+from typing import Any, cast
 from uuid import UUID
 
 from eventsourcing.persistence import Notification, Tracking
-from eventsourcing.sqlite import SQLiteCursor, SQLiteTrackingRecorder
+from eventsourcing.sqlite import SQLiteCursor, SQLiteDatastore, SQLiteTrackingRecorder
 
-from kbes.feed import FeedReader
+from kbes.feed import EventDecoder, FeedReader, LoneSelect
 from kbes.internals import insert_tracking, max_tracking_id
-from kbes.mapper import MsgspecMapper
 from kbes.projections import articles, search
-from kbes.recorder import KbesSQLiteDatastore
 
 BATCH_SIZE = 500
 REPLAY_CHUNK = 5000
@@ -37,10 +35,10 @@ at the end of the replay), absent in a database older than it (follows the views
 class Views(SQLiteTrackingRecorder):
     """Article state, version history and the search index, with their tracking position."""
 
-    datastore: KbesSQLiteDatastore
-
-    def __init__(self, datastore: KbesSQLiteDatastore, application_name: str) -> None:
+    def __init__(self, datastore: SQLiteDatastore, application_name: str) -> None:
+        """`datastore` also runs lone SELECTs (kbes.feed.LoneSelect): kbes.recorder's."""
         super().__init__(datastore)
+        self._select = cast(LoneSelect, datastore)
         self.application_name = application_name
         self._lock = threading.Lock()
         self.position = 0
@@ -79,7 +77,7 @@ class Views(SQLiteTrackingRecorder):
     def catch_up(
         self,
         recorder: FeedReader,
-        mapper: MsgspecMapper,
+        mapper: EventDecoder,
         *,
         head: int | None = None,
         progress: Callable[[int], None] | None = None,
@@ -216,7 +214,7 @@ class Views(SQLiteTrackingRecorder):
     def _query(self, statement: str, params: tuple[Any, ...]) -> list[Any] | None:
         """A read tool's one statement without a transaction around it (a lone SELECT is its
         own snapshot); None where the datastore must use a transaction (kbes.recorder)."""
-        return self.datastore.query(statement, params, named=True)
+        return self._select.query(statement, params, named=True)
 
     def knowledge_base(self, knowledge_base_id: str) -> Any:
         with self.read() as c:
@@ -288,7 +286,7 @@ def _recreate_search_index(c: SQLiteCursor) -> None:
 
 
 def read_items(
-    recorder: FeedReader, mapper: MsgspecMapper, start: int, limit: int, stop: int
+    recorder: FeedReader, mapper: EventDecoder, start: int, limit: int, stop: int
 ) -> tuple[list[articles.Item], int | None]:
     """Up to `limit` events of the log from `start` (to `stop`) as items to fold, and the last
     notification id read (None at the end). Straight from the rows, decoding each event's

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import hashlib
 import inspect
+import re
 import sqlite3
 from collections.abc import Callable
 from pathlib import Path
@@ -98,3 +99,29 @@ def test_the_copies_behave_as_the_library() -> None:
     ours = internals.project_unchecked(None, events)
     theirs = project_aggregate(None, events)
     assert vars(ours) == vars(theirs)
+
+
+PRIVATE_NAMES = (
+    "_create_connection",
+    "_sqlite_conn",
+    "_insert_tracking",
+    "_max_tracking_id",
+    "_fetch_ids_after_insert_events",
+    "_created_on",
+    "_modified_on",
+    "_take_snapshots",
+    "_notify",
+)
+
+
+def test_no_other_module_names_the_private_names() -> None:
+    root = Path(internals.__file__).resolve().parent.parent
+    offenders = [
+        f"{path.relative_to(root)}: {name}"
+        for folder in ("kbes", "projections", "cli", "sims")
+        for path in sorted((root / folder).glob("*.py"))
+        if path.name != "internals.py"
+        for name in PRIVATE_NAMES
+        if re.search(rf"(?<!\w){name}(?!\w)", path.read_text(encoding="utf-8"))
+    ]
+    assert offenders == []
