@@ -374,9 +374,10 @@ class KnowledgeBaseStore(Application):
         log's head, read in one snapshot. Only each event's class and timestamp are decoded:
         the feed reports no content."""
         rows, head = self.feed.select_feed_rows(kb.hex, after, limit)
+        decode_stamp = self.mapper.decode_stamp
         events: list[FeedEvent] = []
         for nid, article_id, version, topic, state in rows:
-            stamp = self.mapper.decode_stamp(topic, state)
+            stamp = decode_stamp(topic, state)
             if stamp is None:  # an upcast event: the mapper's full path
                 notification = Notification(
                     id=nid,
