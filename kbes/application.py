@@ -346,10 +346,8 @@ class KnowledgeBaseStore(Application):
         kb = self._knowledge_base_uuid(request.resource_id, grants)
         page, head = self.feed_page(kb, request.after_sequence, request.limit)
         events = [
-            ResourceEvent(
-                sequence=e.sequence, type=e.type, article_id=e.article_id, updated_at=e.updated_at
-            )
-            for e in page
+            ResourceEvent(sequence=sequence, type=kind, article_id=article, updated_at=at)
+            for sequence, kind, article, at in page
         ]
         if request.after_sequence > head:
             # No sequence past the head was ever returned: a garbled or foreign cursor, which
