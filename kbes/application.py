@@ -12,11 +12,10 @@ from __future__ import annotations
 import os
 from collections.abc import Callable, Iterable, Sequence
 from datetime import datetime
-from typing import Any, ClassVar, TypeVar
+from typing import Any, ClassVar, TypeVar, cast
 from uuid import UUID
 
 from eventsourcing.application import AggregateNotFoundError, Application, ProcessingEvent
-from eventsourcing.domain import Aggregate
 from eventsourcing.persistence import IntegrityError, Notification, Recording
 from eventsourcing.utils import get_topic
 
@@ -34,26 +33,18 @@ from kbes.errors import (
     KnowledgeBaseNotFound,
     NotFound,
 )
-from kbes.feed import FeedEvent
+from kbes.feed import FeedEvent, FeedReader
 from kbes.ids import parse_id, require_id
+from kbes.internals import project_unchecked, save_unchecked
 from kbes.knowledge_base import KnowledgeBase
 from kbes.mapper import MsgspecMapper
 from kbes.projections import search as search_index
 from kbes.projections.views import Views
 from kbes.receipt import EditReceipt, edit_fingerprint, receipt_id
-from kbes.recorder import FEED_KWARG, FeedApplicationRecorder, KbesSQLiteFactory
+from kbes.recorder import FEED_KWARG, KbesSQLiteFactory, ViewsHome
 from kbes.results import CurrentArticle, Edited, Hit
 
 A = TypeVar("A")
-
-
-def _project(aggregate: Any, events: Iterable[Any]) -> Any:
-    """eventsourcing's `project_aggregate` without its per-event `assert isinstance(event,
-    CanMutateProtocol)`, a runtime Protocol check that costs ~20 us an event on Python 3.11:
-    every edit fast-forwards its cached article by one event."""
-    for event in events:
-        aggregate = event.mutate(aggregate)
-    return aggregate
 
 
 class KnowledgeBaseStore(Application):
@@ -63,15 +54,15 @@ class KnowledgeBaseStore(Application):
     env: ClassVar[dict[str, str]] = {
         "PERSISTENCE_MODULE": get_topic(KbesSQLiteFactory),
         # Edits load articles from the cache, fast-forwarded by one query, never by replaying
-        # the whole history (2,000 edits of one article: 17/s uncached, ~960/s cached).
+        # the whole history: without it an edit's cost grows with the article's history.
         "AGGREGATE_CACHE_MAXSIZE": "10000",
         "AGGREGATE_CACHE_FASTFORWARD": "y",
     }
     # A load with an empty cache (a fresh process, an evicted article) starts from the latest
-    # snapshot, so it replays at most 99 events, never the whole history (an article with
-    # 1,000 saves: 12.5 -> 0.11 ms; kbes bench rows 4c/4d). One snapshot per 100 versions.
+    # snapshot, so it replays at most 99 events, never the whole history (kbes bench rows
+    # 4c/4d). One snapshot per 100 versions.
     snapshotting_intervals: ClassVar[dict[type, int]] = {Article: 100}
-    snapshotting_projectors: ClassVar[dict[type, Any]] = {Article: _project}
+    snapshotting_projectors: ClassVar[dict[type, Any]] = {Article: project_unchecked}
 
     def __init__(
         self,
@@ -83,61 +74,28 @@ class KnowledgeBaseStore(Application):
         self.clock: Clock = clock or SystemClock()
         self._known_knowledge_bases: set[UUID] = set()
         # With a PostgreSQL log the views stay in a local SQLite file (kbes.postgres).
-        factory: Any = self.factory
-        self.views = Views(
-            getattr(factory, "views_datastore", None) or factory.datastore,
-            application_name=self.name,
-        )
+        factory = cast(ViewsHome, self.factory)
+        self.views = Views(factory.views_datastore, application_name=self.name)
         self.views.create_table()
+
+    mapper: MsgspecMapper
 
     def construct_mapper(self) -> MsgspecMapper:
         return MsgspecMapper()
 
     @property
-    def feed(self) -> FeedApplicationRecorder:
-        # SQLite's FeedApplicationRecorder or kbes.postgres's: the same `select_feed` contract.
-        assert hasattr(self.recorder, "select_feed")
+    def feed(self) -> FeedReader:
+        """The log's reads for the views and the feed: SQLite's FeedApplicationRecorder or
+        kbes.postgres's PostgresFeedRecorder, the same FeedReader either way."""
         return self.recorder  # type: ignore[return-value]
 
     def save(self, *objs: Any, **kwargs: Any) -> list[Recording]:
-        """eventsourcing's `save`, minus its runtime Protocol checks: on Python 3.11 each
-        `isinstance(obj, DomainEventProtocol)` walks the protocol's members (~20 us an
-        aggregate, half the CPU of a bulk import). A plain class check picks out aggregates;
-        anything else still goes through eventsourcing's own collection. Imports of 2,000
-        articles: 31,700 -> 43,000 events/s (CPU); an edit: -60 us of CPU."""
-        processing_event = ProcessingEvent()
-        for obj in objs:
-            if isinstance(obj, Aggregate):
-                processing_event.events.extend(obj.collect_events())
-                processing_event.aggregates[obj.id] = obj
-            elif obj is not None:
-                processing_event.collect_events(obj)
-        processing_event.saved_kwargs.update(kwargs)
-        recordings = self._record(processing_event)
-        self._take_snapshots(processing_event)
-        self._notify(recordings)
-        self.notify(processing_event.events)
-        return recordings
-
-    def _take_snapshots(self, processing_event: ProcessingEvent) -> None:
-        """Snapshot a saved aggregate that is itself at a snapshot version (an edit: one event)
-        directly, instead of eventsourcing's reload of up to 100 events to rebuild it; other
-        cases (a bulk save past a snapshot version) go the library's way."""
-        if self.snapshots is None:
-            return
-        for event in processing_event.events:
-            aggregate = processing_event.aggregates.get(event.originator_id)
-            interval = self.snapshotting_intervals.get(type(aggregate))
-            if interval is None or event.originator_version % interval:
-                continue
-            if aggregate.version == event.originator_version:
-                self.snapshots.put([type(aggregate).Snapshot.take(aggregate)])
-            else:
-                self.take_snapshot(
-                    event.originator_id, version=event.originator_version, projector_func=_project
-                )
+        """eventsourcing's `save`, without its runtime Protocol checks (kbes.internals)."""
+        return save_unchecked(self, objs, kwargs)
 
     def _record(self, processing_event: ProcessingEvent) -> list[Recording]:
+        """Pass the feed entries of the events to the recorder, which writes them in the
+        events' transaction: eventsourcing's `searchabletimestamps` example's way."""
         processing_event.saved_kwargs[FEED_KWARG] = feed_entries(
             processing_event.events, processing_event.aggregates
         )
@@ -220,7 +178,7 @@ class KnowledgeBaseStore(Application):
         """The aggregate if there is one of this kind: knowledge bases, articles and edit
         receipts share one id space in the log, so an id of another kind is not found."""
         try:
-            found = self.repository.get(aggregate_id, projector_func=_project)
+            found = self.repository.get(aggregate_id, projector_func=project_unchecked)
         except AggregateNotFoundError:
             return None
         return found if isinstance(found, kind) else None
@@ -264,7 +222,7 @@ class KnowledgeBaseStore(Application):
 
     def catch_up(self, progress: Callable[[int], None] | None = None) -> int:
         """Bring the views to the head of the log; one cheap query when already there."""
-        return self.views.catch_up(self.recorder, self.mapper, progress=progress)
+        return self.views.catch_up(self.feed, self.mapper, progress=progress)
 
     def rebuild(self, progress: Callable[[int], None] | None = None) -> int:
         """Drop the views and replay the whole log into them."""
@@ -361,42 +319,27 @@ class KnowledgeBaseStore(Application):
             raise _version_conflict(current, expected_version) from None
         return Edited(kb, article.id, article.title, article.updated_at, replay=False)
 
-    def _feed_page(self, kb: UUID, after: int, limit: int) -> tuple[list[FeedEvent], int]:
-        """The page's events and the log's head, read in one snapshot. Where the recorder and
-        the mapper offer it, each event's row is read as a tuple and only its timestamp is
-        decoded (a page of 100: ~1.3 -> ~0.5 ms); otherwise through Notification objects and
-        the mapper's domain events."""
-        select_rows = getattr(self.feed, "select_feed_rows", None)
-        decode_stamp = getattr(self.mapper, "decode_stamp", None)
+    def feed_page(self, kb: UUID, after: int, limit: int) -> tuple[list[FeedEvent], int]:
+        """Up to `limit` events of the knowledge base's feed after sequence `after`, and the
+        log's head, read in one snapshot. Only each event's class and timestamp are decoded:
+        the feed reports no content."""
+        rows, head = self.feed.select_feed_rows(kb.hex, after, limit)
+        decode_stamp = self.mapper.decode_stamp
         events: list[FeedEvent] = []
-        if select_rows is not None and decode_stamp is not None:
-            rows, head = select_rows(kb.hex, after, limit)
-            for nid, article_id, version, topic, state in rows:
-                stamp = decode_stamp(topic, state)
-                if stamp is None:  # an upcast event: the mapper's full path
-                    notification = Notification(
-                        id=nid,
-                        originator_id=UUID(article_id),
-                        originator_version=version,
-                        topic=topic,
-                        state=state,
-                    )
-                    event = self.mapper.to_domain_event(notification)
-                    stamp = (type(event), event.timestamp)
-                events.append(
-                    FeedEvent(nid, EVENT_TYPES[stamp[0]], article_id, timestamp_text(stamp[1]))
+        for nid, article_id, version, topic, state in rows:
+            stamp = decode_stamp(topic, state)
+            if stamp is None:  # an upcast event: the mapper's full path
+                notification = Notification(
+                    id=nid,
+                    originator_id=UUID(article_id),
+                    originator_version=version,
+                    topic=topic,
+                    state=state,
                 )
-            return events, head
-        notifications, head = self.feed.select_feed(kb.hex, after, limit)
-        for notification in notifications:
-            event = self.mapper.to_domain_event(notification)
+                event = self.mapper.to_domain_event(notification)
+                stamp = (type(event), event.timestamp)
             events.append(
-                FeedEvent(
-                    sequence=notification.id,
-                    type=EVENT_TYPES[type(event)],
-                    article_id=str(event.originator_id),
-                    updated_at=format_timestamp(event.timestamp),
-                )
+                FeedEvent(nid, EVENT_TYPES[stamp[0]], article_id, timestamp_text(stamp[1]))
             )
         return events, head
 
@@ -415,11 +358,6 @@ class KnowledgeBaseStore(Application):
         if not article.published:
             raise ArticleUnpublished(raw_id, format_timestamp(article.updated_at))
         return article
-
-    def feed_page(self, kb: UUID, after: int, limit: int) -> tuple[list[FeedEvent], int]:
-        """The knowledge base's feed after `after`: up to `limit` events, and the log's head.
-        (A thin name over `_feed_page` until the feed reader lands.)"""
-        return self._feed_page(kb, after, limit)
 
 
 def feed_entries(events: Sequence[Any], aggregates: dict[Any, Any]) -> list[str | None]:

@@ -15,8 +15,8 @@ from pathlib import Path
 
 from mcp.server.auth.provider import AccessToken
 
-from kbes.application import Grants
 from kbes.ids import canonical_id
+from kbes.tools.grants import Grants
 
 TOKENS_FILE_HELP = """\
 A tokens file has one bearer token per line: NAME TOKEN GRANTS, separated by spaces.

@@ -6,7 +6,8 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from kbes.application import Grants, KnowledgeBaseStore
+from kbes.application import KnowledgeBaseStore
+from kbes.tools.grants import Grants
 
 SERVER_NAME = "kbes"
 SERVER_TITLE = "kbes knowledge bases"

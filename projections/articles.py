@@ -1,5 +1,5 @@
-"""Current article state and version history, folded from the log in `Batch`es, as catch-up and
-rebuild read it.
+"""Current article state and version history, folded from the log: `Views.catch_up`
+(projections/views.py) feeds every batch of events, live or in a replay, through one `Batch`.
 
 `status` is `draft` (never published), `published`, or `unpublished`. Only published rows are
 in the search index; the index shares the article row's `seq` as its rowid."""
@@ -45,7 +45,7 @@ TABLES = ("view_knowledge_bases", "view_articles", "view_article_versions", "sea
 
 REPLAY_INDEXES = ("view_article_versions_by_time",)
 """Secondary indexes a replay drops and builds once at the end: one sorted build instead of a
-random insert per event (1,000,000 events: ~15% of the replay)."""
+random insert per event."""
 
 
 ROW = "seq, article_id, knowledge_base_id, title, content, status, version, updated_at, created_at"
@@ -58,22 +58,15 @@ object with the event's attributes (the domain event, or the mapper's decoded fi
 notification id."""
 
 
-def items_of(events: Sequence[tuple[Any, int]]) -> list[Item]:
-    """`(domain event, notification id)` pairs as items to fold."""
-    return [
-        (type(event), str(event.originator_id), event.originator_version, event, nid)
-        for event, nid in events
-    ]
-
-
 class Batch:
     """Events folded into the views' rows in memory, then written at once: each article's row
     is read once (in bulk), folded, and written once, and its search entry changed once, from
     its state before the batch to its state after. Every article event still gets its version
-    row. The result is the same as `apply` on each event in turn.
+    row. The result is the same as folding each event on its own, in log order.
 
     A batch may be fed several chunks of events before it is written (a replay of a long log
-    writes ~100,000 events at a time: each B-tree page is then rewritten once for many rows)."""
+    writes many thousands of events at a time: each B-tree page is then rewritten once for many
+    rows)."""
 
     def __init__(self) -> None:
         self.versions: list[tuple[Any, ...]] = []
@@ -195,7 +188,7 @@ class Batch:
         if not index_search:
             return
         # In rowid order: FTS5 flushes its pending terms to a new segment whenever a rowid is
-        # not above the last one written, so random order costs ~5x (330 vs 67 us an update).
+        # not above the last one written, so updates in random order each write a segment.
         for row in sorted((r for r in rows.values() if r), key=lambda row: row[SEQ]):
             old = self.before.get(row[ARTICLE_ID])
             new = (row[TITLE], row[CONTENT]) if row[STATUS] == "published" else None

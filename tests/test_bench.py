@@ -12,12 +12,13 @@ import msgspec
 import pytest
 from click.testing import CliRunner
 
-from kbes import KnowledgeBaseStore, open_store
+from kbes import KnowledgeBaseStore, format_timestamp, open_store
+from kbes.article import EVENT_TYPES
 from kbes.cli import main
 from kbes.projections import views
 from kbes.sims.baseline import Baseline, BaselineError, normalise
 from kbes.tools import TOOLS
-from kbes.tools.wire import PollRequest, SearchRequest
+from kbes.tools.wire import PollRequest, ResourceEvent, SearchRequest
 
 ROWS_WITH_BASELINE = {"1a", "1b", "1c", "3a", "3b", "3c", "4a", "4b"}
 
@@ -212,12 +213,24 @@ def test_poll_fast_path_answers_as_the_mapper_does(
             poll(store, request),
             poll(store, msgspec.structs.replace(request, after_sequence=3)),
         ]
-        monkeypatch.setattr(store.mapper, "decode_stamp", None)
-        generic = [
-            poll(store, request),
-            poll(store, msgspec.structs.replace(request, after_sequence=3)),
+        # eventsourcing's own path: its Notification objects and the mapper's domain events.
+        with store.recorder.datastore.transaction(commit=False) as c:
+            c.execute("SELECT notification_id FROM kb_feed WHERE knowledge_base_id = ?", (kb.hex,))
+            visible = {row[0] for row in c.fetchall()}
+        feed = [
+            ResourceEvent(
+                sequence=n.id,
+                type=EVENT_TYPES[type(event)],
+                article_id=str(event.originator_id),
+                updated_at=format_timestamp(event.timestamp),
+            )
+            for n in store.recorder.select_notifications(start=1, limit=1000)
+            if n.id in visible
+            for event in [store.mapper.to_domain_event(n)]
         ]
-        assert fast == fallback == generic
+        generic = [feed[:4], [e for e in feed if e.sequence > 3][:4]]
+        assert fast == fallback
+        assert [page.events for page in fast] == generic
         everything = poll(store, msgspec.structs.replace(request, limit=100))
         assert {e.type for e in everything.events} == {"published", "retitled", "unpublished"}
         assert all(e.article_id in {str(a) for a in ids} for e in everything.events)
