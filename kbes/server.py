@@ -53,6 +53,7 @@ from kbes.prelude import (
     instructions_for,
     server_version,
 )
+from kbes.stdio import AnsweringReadStream
 from kbes.tools import TOOLS, Tool
 
 logger = logging.getLogger(__name__)
@@ -419,8 +420,11 @@ class KbesMCP:
         """Serve one client on this process's stdin/stdout until it closes them, or on the
         given text streams (`kbes.prelude.Handover.streams`, after the stdio prelude)."""
         async with stdio_server(stdin, stdout) as (read_stream, write_stream):
+            # The SDK drops lines it cannot parse; kbes.stdio answers each (see there).
             await self.server.run(
-                read_stream, write_stream, self.server.create_initialization_options()
+                AnsweringReadStream(read_stream, write_stream),
+                write_stream,
+                self.server.create_initialization_options(),
             )
 
     def http_app(self, host: str = "127.0.0.1", port: int = 0) -> Starlette:
