@@ -89,6 +89,13 @@ class EditsDisabled(KbesError):
     code = "edits_disabled"
 
 
+class Unavailable(KbesError):
+    """The store cannot write now (a full disk, a read-only file): nothing was written, and
+    the same call can be retried later unchanged."""
+
+    code = "unavailable"
+
+
 class InternalError(KbesError):
     """An unexpected failure; details are in the server's log, never on the wire."""
 
