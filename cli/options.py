@@ -117,8 +117,8 @@ def require_database(db: str, *, create: bool = False, instead: str = CREATE_INS
             f"--db {redact(db)!r}: kbes keeps its log in a SQLite file or in PostgreSQL; give "
             "a file path or a postgresql://user:password@host:port/dbname URL"
         )
-    if db == ":memory:" or db.startswith("file:"):
-        return False
+    if db.lower().startswith("file:") or ":memory:" in db or "mode=memory" in db:
+        raise NoDatabase(sqlite_uri_refusal(db))
     tables = _sqlite_tables(db) if os.path.isfile(db) else None
     if tables and "stored_events" not in tables:
         raise NoDatabase(
@@ -132,6 +132,24 @@ def require_database(db: str, *, create: bool = False, instead: str = CREATE_INS
             f"{alternative}"
         )
     return bool(tables)
+
+
+def sqlite_uri_refusal(db: str) -> str:
+    """Why `db` is refused: SQLite opens with URIs enabled, so `file:typo.sqlite` would be a new
+    database past the "must exist" check, and `:memory:` one that vanishes when the command
+    ends (with `kb create` reporting it created)."""
+    if db.lower().startswith("file:"):
+        path = db[len("file:") :].split("?", 1)[0]
+        if not path or ":memory:" in path:
+            path = "kbes.sqlite"
+        return (
+            f"--db {db!r} (or KBES_DB) is a SQLite URI, which kbes does not take; "
+            f"give a file path, e.g. --db {path}"
+        )
+    return (
+        f"--db {db!r} (or KBES_DB) names an in-memory database, which vanishes when the "
+        "command ends; give a file path, e.g. --db kbes.sqlite"
+    )
 
 
 def _sqlite_tables(path: str) -> set[str]:

@@ -161,8 +161,8 @@ def classify(
         return invalid(f"article {article_id} did not exist yet{by}")
     try:
         cited_at = parse_timestamp(citation.updated_at)
-    except ValueError:
-        return invalid(f"updated_at {citation.updated_at!r} is not an RFC 3339 time")
+    except ValueError as e:
+        return invalid(f"updated_at {citation.updated_at!r} is not an RFC 3339 time ({e})")
     cited = next((v for v in versions if v.at == cited_at), None)
     if cited is None:
         return invalid(f"the article never had a version at {citation.updated_at}{by}")

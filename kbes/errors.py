@@ -155,6 +155,13 @@ class KeyReused(IdempotencyKeyReused):
         self.article_id = article_id
 
 
+class Unavailable(KbesError):
+    """The store cannot write now (a full disk, a read-only file): nothing was written, and
+    the same call can be retried later unchanged."""
+
+    code = "unavailable"
+
+
 class InternalError(KbesError):
     """An unexpected failure; details are in the server's log, never on the wire."""
 

@@ -16,6 +16,7 @@ from uuid import UUID
 
 from eventsourcing.persistence import (
     ConnectionPoolClosedError,
+    PersistenceError,
     StoredEvent,
 )
 from eventsourcing.sqlite import (
@@ -26,6 +27,7 @@ from eventsourcing.sqlite import (
     SQLiteFactory,
 )
 
+from kbes.errors import Unavailable
 from kbes.feed import StoredRow
 from kbes.internals import StatementCachedPool, new_connection, replace_pool
 
@@ -64,6 +66,28 @@ class KbesConnectionPool(StatementCachedPool):
         )
 
 
+CANNOT_WRITE = {
+    "SQLITE_FULL": "the disk is full",
+    "SQLITE_READONLY": "the database is read-only",
+    "SQLITE_IOERR": "the disk refused a write",
+}
+"""SQLite's result codes (extended ones start with these) for a store that cannot write now."""
+
+
+def cannot_write(error: BaseException) -> Unavailable | None:
+    """`unavailable` for an error of a disk that cannot take a write; None for any other (a
+    conflict, a lock, a bug), which stays what it is. eventsourcing wraps sqlite3's error, so
+    the cause is read too."""
+    for e in (error, error.__cause__, error.__context__):
+        name = getattr(e, "sqlite_errorname", None) or ""
+        why = next((text for code, text in CANNOT_WRITE.items() if name.startswith(code)), None)
+        if why is not None:
+            return Unavailable(
+                f"the store cannot write now: {why} (SQLite: {e}); nothing was written, retry later"
+            )
+    return None
+
+
 class KbesSQLiteDatastore(SQLiteDatastore):
     def __init__(self, db_name: str, *, synchronous: str = "FULL", **kwargs: Any) -> None:
         super().__init__(db_name, **kwargs)
@@ -86,6 +110,20 @@ class KbesSQLiteDatastore(SQLiteDatastore):
 
     @contextmanager
     def get_connection(self, *, commit: bool) -> Iterator[SQLiteConnection]:
+        """Every use of a connection but a reader's passes here (eventsourcing's `transaction`
+        takes its connection from here, and the views write on one), so a disk that cannot
+        take a write is told apart here, once, as `unavailable` (see `cannot_write`)."""
+        try:
+            with self._connection(commit=commit) as connection:
+                yield connection
+        except (sqlite3.Error, PersistenceError) as e:
+            failure = cannot_write(e)
+            if failure is None:
+                raise
+            raise failure from e
+
+    @contextmanager
+    def _connection(self, *, commit: bool) -> Iterator[SQLiteConnection]:
         """Writes to a file database take this datastore's one writer connection under a
         plain lock: what the pool's writer interlock guarantees (one writer at a time in the
         process), at less cost per edit (bench row 1). Reads and in-memory databases use the

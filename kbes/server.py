@@ -42,6 +42,7 @@ from kbes.errors import (
 )
 from kbes.http_auth import Tokens, TokensFileVerifier, narrow
 from kbes.identity import SERVER_NAME, SERVER_TITLE, server_version
+from kbes.stdio import AnsweringReadStream
 from kbes.tools import TOOLS, Grants, Tool
 
 logger = logging.getLogger(__name__)
@@ -248,8 +249,11 @@ class KbesMCP:
     async def run_stdio(self) -> None:
         """Serve one client on this process's stdin/stdout until it closes them."""
         async with stdio_server() as (read_stream, write_stream):
+            # The SDK drops lines it cannot parse; kbes.stdio answers each (see there).
             await self.server.run(
-                read_stream, write_stream, self.server.create_initialization_options()
+                AnsweringReadStream(read_stream, write_stream),
+                write_stream,
+                self.server.create_initialization_options(),
             )
 
     def http_app(self, host: str = "127.0.0.1", port: int = 0) -> Starlette:

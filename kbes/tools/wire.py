@@ -10,6 +10,8 @@ from typing import Annotated
 import msgspec
 from msgspec import UNSET, Meta, UnsetType
 
+from kbes.clock import to_utc
+
 MAX_SEQUENCE = 2**63 - 1
 """The largest notification id SQLite and PostgreSQL can store (a signed 64-bit integer)."""
 
@@ -20,6 +22,18 @@ class Wire(msgspec.Struct, kw_only=True, frozen=True):
 
 class Request(Wire, forbid_unknown_fields=True):
     """Base of tool requests: an unknown argument is an error, not silently ignored."""
+
+    def __post_init__(self) -> None:
+        """A time that parses but has no UTC instant (`0001-01-01T00:00:00+05:30`) is refused
+        here, as msgspec's own errors are (it wraps the ValueError, naming the field), so no
+        tool meets it later as an OverflowError."""
+        for name in self.__struct_fields__:
+            value = getattr(self, name)
+            if isinstance(value, datetime):
+                try:
+                    to_utc(value)
+                except ValueError as e:
+                    raise ValueError(f"{e} - at `$.{name}`") from None
 
 
 KnowledgeBaseId = Annotated[
