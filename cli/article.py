@@ -69,15 +69,9 @@ def save(
     of the article stays current) and says so on stderr. Prints the article's version."""
     text = read_content(content, file, required=title is None)
     title = title if title is not None else text.heading
-    current = store.article_for_person(kb, article_id)
-    if (text.content is None or text.content == current.content) and (
-        title is None or title.strip() == current.title
-    ):
+    if store.save_article(kb, article_id, content=text.content, title=title) is None:
         click.echo("unchanged: the content and title are already these; nothing written", err=True)
-    else:
-        store.save_article(kb, article_id, content=text.content, title=title)
-        current = store.get_article(article_id)
-    click.echo(format_timestamp(current.updated_at))
+    click.echo(format_timestamp(store.get_article(article_id).updated_at))
 
 
 @article.command("publish")

@@ -6,17 +6,15 @@ import time
 
 import click
 
-GROUPS = ("1", "2", "3", "4", "5", "6", "7", "8")
 
-
-def _groups(text: str | None) -> tuple[str, ...]:
+def _groups(text: str | None, known: tuple[str, ...]) -> tuple[str, ...]:
     if not text:
-        return GROUPS
+        return known
     groups = tuple(dict.fromkeys(part.strip() for part in text.split(",") if part.strip()))
-    unknown = [g for g in groups if g not in GROUPS]
+    unknown = [g for g in groups if g not in known]
     if unknown:
         raise click.BadParameter(
-            f"unknown row(s) {', '.join(unknown)}; rows are {', '.join(GROUPS)}",
+            f"unknown row(s) {', '.join(unknown)}; rows are {', '.join(known)}",
             param_hint="--rows",
         )
     return groups
@@ -64,16 +62,19 @@ def bench(quick: bool, json_path: str | None, rows: str | None, directory: str |
       kbes bench --json bench.json
       kbes bench --rows 1,2
     """
-    from kbes.sims import perf  # here, not at import: `kbes` starts without the bench's imports
+    # Here, not at import: `kbes` starts without the bench's imports.
+    from kbes.sims.bench.config import Config
+    from kbes.sims.bench.runner import GROUPS, run
+    from kbes.sims.bench.table import render, write_json
 
-    config = perf.Config.quick_run() if quick else perf.Config.full()
+    config = Config.quick_run() if quick else Config.full()
     started = time.perf_counter()
 
     def progress(message: str) -> None:
         click.echo(f"[{time.perf_counter() - started:6.1f}s] {message}", err=True)
 
-    report = perf.run(config, groups=_groups(rows), directory=directory, progress=progress)
-    click.echo(perf.render(report))
+    report = run(config, groups=_groups(rows, GROUPS), directory=directory, progress=progress)
+    click.echo(render(report))
     if json_path:
-        perf.write_json(report, json_path)
+        write_json(report, json_path)
         click.echo(f"wrote {json_path}", err=True)

@@ -9,8 +9,9 @@ import msgspec
 
 from kbes.application import KnowledgeBaseStore
 from kbes.cli.options import SEQUENCE, json_option, print_table, with_store
-from kbes.errors import InvalidArgument
-from kbes.wire import PollRequest
+
+POLL_LIMIT = 100
+"""Events read per page: the poll tool's default page."""
 
 
 @click.command("events")
@@ -37,34 +38,31 @@ def events(
 ) -> None:
     """Print the event feed of a knowledge base: what poll_resource_events shows agents
     (publishes, saves and retitles of published articles, unpublishes; never drafts)."""
+    knowledge_base_id = store.require_knowledge_base(kb)
     cursor = after
     header = not as_json
     while True:
-        request = PollRequest(resource_type="knowledge_base", resource_id=kb, after_sequence=cursor)
-        try:
-            page = store.poll(request)
-        except InvalidArgument as e:
-            if e.details.get("field") != "after_sequence":
-                raise
-            head = store.recorder.max_notification_id() or 0
+        events, head = store.feed_page(knowledge_base_id, cursor, POLL_LIMIT)
+        if cursor > head:
             raise click.BadParameter(
                 f"{after} is past the end of the log (its last sequence is {head}); give a "
                 "sequence this command printed, or 0",
                 param_hint="--after",
-            ) from None
+            )
+        full = len(events) == POLL_LIMIT
         if as_json:
-            for event in page.events:
-                click.echo(msgspec.json.encode(event).decode())
-        elif page.events or header:
-            rows = [(e.sequence, e.type, e.article_id, e.updated_at) for e in page.events]
+            for event in events:
+                click.echo(msgspec.json.encode(event._asdict()).decode())
+        elif events or header:
+            rows = [tuple(event) for event in events]
             if header:
                 print_table(["sequence", "type", "article_id", "updated_at"], rows)
                 header = False
             else:
                 for row in rows:
                     click.echo("  ".join(str(v) for v in row))
-        cursor = page.next_sequence
-        if page.has_more:
+        cursor = events[-1].sequence if full else head
+        if full:
             continue
         if not follow:
             break

@@ -9,6 +9,7 @@ import click
 from kbes.application import KnowledgeBaseStore
 from kbes.cli.options import json_option, print_json, with_store
 from kbes.importer import import_folder as run_import
+from kbes.importer import shown
 
 
 @click.command("import")
@@ -29,10 +30,15 @@ def import_folder(
     The title is the first '# ' heading, else the file name without .md. Importing the same
     folder again saves only the files that changed (each line names the event it wrote). The
     import is one transaction: all or nothing.
+
+    Symbolic links are never followed, to a file or a folder, leading out of FOLDER or
+    staying in: each is skipped and named on stderr, so nothing outside FOLDER is read.
     """
     report = run_import(store, kb, folder, publish=publish)
+    for key, reason in report.skipped.items():
+        click.echo(f"skipped  {shown(key)}: {reason}", err=True)
     if as_json:
-        print_json(report.__dict__)
+        print_json({k: v for k, v in report.__dict__.items() if k != "skipped"})
         return
     for key in report.added:
         click.echo(f"added      {report.article_ids[key]}  {key}")

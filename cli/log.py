@@ -6,11 +6,11 @@ from typing import IO
 from uuid import UUID
 
 import click
-from eventsourcing.application import AggregateNotFoundError
 
 from kbes.application import KnowledgeBaseStore
 from kbes.cli.options import SEQUENCE, existing_db_option, store_at
-from kbes.knowledge_base import KnowledgeBase
+from kbes.errors import KnowledgeBaseNotFound
+from kbes.ids import parse_id
 from kbes.log_export import export_log
 
 
@@ -51,18 +51,14 @@ def export(db: str, kb: str | None, after: int, output: IO[bytes]) -> None:
 
 
 def _knowledge_base(store: KnowledgeBaseStore, kb: str) -> UUID:
-    try:
-        kb_id = UUID(kb)
-    except ValueError:
+    kb_id = parse_id(kb)
+    if kb_id is None:
         raise click.BadParameter(
             f"{kb!r} is not a knowledge-base id; see `kbes kb list`", param_hint="--kb"
-        ) from None
+        )
     try:
-        found = store.repository.get(kb_id)
-    except AggregateNotFoundError:
-        found = None
-    if not isinstance(found, KnowledgeBase):
+        return store.require_knowledge_base(kb_id)
+    except KnowledgeBaseNotFound:
         raise click.BadParameter(
             f"no knowledge base {kb} in this database; see `kbes kb list`", param_hint="--kb"
-        )
-    return kb_id
+        ) from None

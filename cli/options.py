@@ -15,10 +15,10 @@ from typing import Any, TypeVar
 import click
 import msgspec
 
-from kbes.application import GRANTS_HINT, KnowledgeBaseStore, open_store
-from kbes.errors import KbesError
-from kbes.urls import MISTYPED_URL, POSTGRES_EXTRA, redact
-from kbes.wire import MAX_SEQUENCE
+from kbes.application import KnowledgeBaseStore, open_store
+from kbes.errors import ArticleElsewhere, KbesError, KnowledgeBaseNotFound
+from kbes.tools.wire import MAX_SEQUENCE
+from kbes.urls import MISTYPED_URL, redact
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -117,8 +117,8 @@ def require_database(db: str, *, create: bool = False, instead: str = CREATE_INS
             f"--db {redact(db)!r}: kbes keeps its log in a SQLite file or in PostgreSQL; give "
             "a file path or a postgresql://user:password@host:port/dbname URL"
         )
-    if db == ":memory:" or db.startswith("file:"):
-        return False
+    if db.lower().startswith("file:") or ":memory:" in db or "mode=memory" in db:
+        raise NoDatabase(sqlite_uri_refusal(db))
     tables = _sqlite_tables(db) if os.path.isfile(db) else None
     if tables and "stored_events" not in tables:
         raise NoDatabase(
@@ -132,6 +132,24 @@ def require_database(db: str, *, create: bool = False, instead: str = CREATE_INS
             f"{alternative}"
         )
     return bool(tables)
+
+
+def sqlite_uri_refusal(db: str) -> str:
+    """Why `db` is refused: SQLite opens with URIs enabled, so `file:typo.sqlite` would be a new
+    database past the "must exist" check, and `:memory:` one that vanishes when the command
+    ends (with `kb create` reporting it created)."""
+    if db.lower().startswith("file:"):
+        path = db[len("file:") :].split("?", 1)[0]
+        if not path or ":memory:" in path:
+            path = "kbes.sqlite"
+        return (
+            f"--db {db!r} (or KBES_DB) is a SQLite URI, which kbes does not take; "
+            f"give a file path, e.g. --db {path}"
+        )
+    return (
+        f"--db {db!r} (or KBES_DB) names an in-memory database, which vanishes when the "
+        "command ends; give a file path, e.g. --db kbes.sqlite"
+    )
 
 
 def _sqlite_tables(path: str) -> set[str]:
@@ -151,14 +169,15 @@ def require_postgres_log(url: str, alternative: str, *, create: bool = False) ->
     database, a wrong password), where the store's pool retries for 30 s. Returns whether the
     log exists."""
     try:
-        import psycopg
-        from psycopg import sql
-
+        # When psycopg or its pool is missing, kbes.postgres's error says how to install them.
         from kbes.postgres import postgres_env
     except ImportError as e:
         raise NoDatabase(
-            f"--db is a PostgreSQL URL, which needs kbes's postgres extra: {POSTGRES_EXTRA} ({e})"
+            f"--db is a PostgreSQL URL, which needs kbes's postgres extra: {e}"
         ) from None
+    import psycopg
+    from psycopg import sql
+
     try:
         env = {**os.environ, **postgres_env(url)}
     except ValueError as e:
@@ -281,12 +300,18 @@ def store_at(
         raise NoDatabase(f"cannot open database {redact(db)!r} (--db / KBES_DB): {message}") from e
     try:
         yield store
+    except KnowledgeBaseNotFound as e:
+        raise click.ClickException(
+            f"{e.code}: no knowledge base {e.knowledge_base_id} is available here; "
+            "`kbes kb list` shows the knowledge bases in this database"
+        ) from None
+    except ArticleElsewhere as e:
+        raise click.ClickException(
+            f"{e.code}: {e.message}; "
+            f"`kbes article list --kb {e.knowledge_base_id}` lists its articles"
+        ) from None
     except KbesError as e:
-        # The agent-facing hint about grants means nothing at a shell, where there are none.
-        message = e.message.replace(
-            GRANTS_HINT, "`kbes kb list` shows the knowledge bases in this database"
-        )
-        raise click.ClickException(f"{e.code}: {message}") from None
+        raise click.ClickException(f"{e.code}: {e.message}") from None
     finally:
         store.close()
 
@@ -333,7 +358,3 @@ def print_table(headers: Sequence[str], rows: Sequence[Sequence[Any]]) -> None:
         click.echo("  ".join(v.ljust(w) for v, w in zip(row, widths, strict=True)).rstrip())
         if n == 0:
             click.echo("  ".join("-" * w for w in widths))
-
-
-def echo_err(message: str) -> None:
-    click.echo(message, err=True)

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import importlib
 import ipaddress
 import logging
 import sys
@@ -12,27 +11,19 @@ from typing import TYPE_CHECKING
 import anyio
 import click
 
-from kbes.application import Grants, KnowledgeBaseStore
+from kbes.application import KnowledgeBaseStore
 from kbes.cli.options import existing_db_option, store_at
-from kbes.history_tools import HISTORY_TOOLS
-from kbes.prelude import (
-    Answers,
-    Prelude,
-    SdkImport,
-    canonical_id,
-    describe_grants,
-    instructions_for,
-)
-from kbes.tools import TOOLS, Tool
+from kbes.edit_policy import EDIT_POLICIES
+from kbes.identity import describe_grants, instructions_for
+from kbes.ids import canonical_id
+from kbes.tools import HISTORY_TOOLS, TOOLS, Grants, Tool
 from kbes.urls import redact
 
 if TYPE_CHECKING:
-    from kbes.server import Tokens
+    from kbes.http_auth import Tokens
 
-# The MCP SDK takes about a second to import, so `kbes.server` is imported only when `kbes serve`
-# runs: every other kbes command stays quick. Over stdio even `kbes serve` does not wait for it:
-# `kbes.prelude` answers the handshake while a thread imports it.
-EDIT_POLICIES = ("ask", "allow", "deny")
+# `kbes.server` and `kbes.http_auth` import the MCP SDK, the slowest import kbes has, so they are
+# imported only when `kbes serve` runs: `kbes --help` and every other command never load it.
 LOG_LEVELS = ("debug", "info", "warning", "error")
 
 
@@ -106,14 +97,6 @@ LOG_LEVELS = ("debug", "info", "warning", "error")
     help="Also serve diff_knowledge_article (read-only): what changed in an article since a "
     "cited version, as a unified diff, instead of re-reading it whole.",
 )
-@click.option(
-    "--prelude/--no-prelude",
-    default=True,
-    hidden=True,
-    envvar="KBES_SERVE_PRELUDE",
-    help="Over stdio, answer the MCP handshake and tools/list while the SDK loads (default); "
-    "--no-prelude (or KBES_SERVE_PRELUDE=0) leaves the whole session to the SDK.",
-)
 def serve(
     db: str,
     grant_ids: tuple[str, ...],
@@ -124,7 +107,6 @@ def serve(
     edits: str,
     log_level: str,
     history_tools: bool,
-    prelude: bool,
 ) -> None:
     """Serve the four knowledge-base tools over MCP: stdio by default, or streamable HTTP.
 
@@ -166,7 +148,7 @@ def serve(
     configure_logging(log_level, tokens)
     tools = [*TOOLS.values(), *(HISTORY_TOOLS if history_tools else [])]
     if address is None:
-        serve_stdio(db, grant_ids, grant_all, tools, edits, prelude=prelude)
+        serve_stdio(db, grant_ids, grant_all, tools, edits)
         return
 
     from kbes.server import KbesMCP, bind, url_host
@@ -207,50 +189,26 @@ def serve(
 
 
 def serve_stdio(
-    db: str,
-    grant_ids: tuple[str, ...],
-    grant_all: bool,
-    tools: list[Tool],
-    edits: str,
-    *,
-    prelude: bool,
+    db: str, grant_ids: tuple[str, ...], grant_all: bool, tools: list[Tool], edits: str
 ) -> None:
-    """One client over stdin/stdout. With the prelude (the default), the SDK is imported in a
-    background thread while `kbes.prelude` answers the handshake and `tools/list`; the SDK
-    server takes over the session at the first message the prelude does not answer."""
-    wire = Prelude.claim_stdio() if prelude else None
-    sdk: SdkImport | None = None
-    try:
-        with store_at(db) as store:
-            grants = resolve_grants(store, grant_ids, grant_all)
-            instructions = instructions_for(describe_grants(store, grants))
-            note(
-                f"kbes serve: MCP over stdio; database {redact(db)}; "
-                f"grants {granted(grants)}; edits {edits}"
-            )
-            handover = None
-            if wire is not None:
-                try:
-                    answers: Answers | None = Answers(tools, instructions)
-                except Exception:  # e.g. an SDK without the version registry: SDK alone
-                    logging.getLogger(__name__).debug("no stdio prelude", exc_info=True)
-                    answers = None
-                # The SDK import starts once the prelude can answer (~30 ms in). Begun before the
-                # store and the answers, it shares the GIL with them: the first answer came ~70 ms
-                # later (measured), for an SDK ready only ~30 ms sooner.
-                sdk = SdkImport("kbes.server")
-                handover = wire.run(answers)
-                if handover is None:  # the client left before needing the SDK
-                    return
-            server = sdk.module() if sdk is not None else importlib.import_module("kbes.server")
-            mcp = server.KbesMCP(
-                store, grants=grants, tools=tools, edits=edits, instructions=instructions
-            )
-            streams = handover.streams() if handover is not None else (None, None)
-            anyio.run(mcp.run_stdio, *streams)
-    finally:
-        if wire is not None:
-            wire.release()
+    """One client over stdin/stdout, served by the MCP SDK until it closes them."""
+    with store_at(db) as store:
+        grants = resolve_grants(store, grant_ids, grant_all)
+        instructions = instructions_for(describe_grants(store, grants))
+        note(
+            f"kbes serve: MCP over stdio; database {redact(db)}; "
+            f"grants {granted(grants)}; edits {edits}"
+        )
+        from kbes.server import KbesMCP
+
+        mcp = KbesMCP(
+            store,
+            grants=grants,
+            tools=tools,
+            edits=edits,  # type: ignore[arg-type]
+            instructions=instructions,
+        )
+        anyio.run(mcp.run_stdio)
 
 
 MIN_APPROVAL_KEY = 32
@@ -333,7 +291,7 @@ def resolve_grants(
 
 
 def load_tokens(path: str) -> Tokens:
-    from kbes.server import TOKENS_FILE_HELP, Tokens, TokensFileError, readable_by_others
+    from kbes.http_auth import TOKENS_FILE_HELP, Tokens, TokensFileError, readable_by_others
 
     try:
         tokens = Tokens.load(path)
@@ -368,7 +326,7 @@ def configure_logging(level: str, tokens: Tokens | None) -> None:
     handler = logging.StreamHandler(sys.stderr)
     handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
     if tokens is not None:
-        from kbes.server import RedactTokens
+        from kbes.http_auth import RedactTokens
 
         handler.addFilter(RedactTokens(tokens.secrets))
     root = logging.getLogger()

@@ -19,7 +19,7 @@ from click.core import ParameterSource
 
 from kbes import open_store
 from kbes.cli.options import require_database
-from kbes.sims import bench, report
+from kbes.sims import report, sim_benchmark
 from kbes.sims.agent import SimulationError
 from kbes.sims.day import DayParameters
 from kbes.sims.edits import DEFAULT_DELAYS, DEFAULT_PER_SEED, parse_delay
@@ -32,49 +32,9 @@ from kbes.sims.experiment import (
     run_tasks,
 )
 from kbes.sims.plot import PlotUnavailable, plot_staleness, require_matplotlib
+from kbes.sims.seeds import parse_seeds
 
 F = TypeVar("F", bound=Callable[..., Any])
-
-
-MAX_SEEDS = 1_000
-"""A run of 100 seeds takes minutes; a typo such as 1-100000000 must not exhaust memory."""
-
-
-def parse_seeds(text: str) -> list[int]:
-    """`1-5`, `3`, `1,4,9` or `1-3,7`: distinct seeds (whole numbers >= 0) in the order given."""
-    seeds: list[int] = []
-    try:
-        for part in text.split(","):
-            part = part.strip()
-            if "-" in part[1:]:
-                low, high = part.split("-", 1)
-                first, last = int(low), int(high)
-                if last < first or first < 0:
-                    raise ValueError
-                if len(seeds) + last - first + 1 > MAX_SEEDS:
-                    raise click.BadParameter(
-                        f"{text!r} is more than {MAX_SEEDS:,} seeds; run a smaller range "
-                        "(seeds 1-100 already take a few minutes)",
-                        param_hint="--seeds",
-                    )
-                seeds.extend(range(first, last + 1))
-            else:
-                seeds.append(int(part))
-                if seeds[-1] < 0:
-                    raise ValueError
-    except ValueError:
-        raise click.BadParameter(
-            f"{text!r}: give seeds as whole numbers >= 0, ranges going upward: 1-5, 3, or 1,4,9",
-            param_hint="--seeds",
-        ) from None
-    unique = list(dict.fromkeys(seeds))
-    if len(unique) > MAX_SEEDS:
-        raise click.BadParameter(
-            f"{text!r} is more than {MAX_SEEDS:,} seeds; run a smaller range", param_hint="--seeds"
-        )
-    if not unique:
-        raise click.BadParameter("give at least one seed", param_hint="--seeds")
-    return unique
 
 
 def common_options(func: F) -> F:
@@ -245,7 +205,10 @@ def edits_command(**options: Any) -> None:
 def _execute(
     command: str, options: dict[str, Any], *, popularity: bool, uniform: bool, edits: bool
 ) -> None:
-    seeds = parse_seeds(options["seeds"])
+    try:
+        seeds = parse_seeds(options["seeds"])
+    except ValueError as e:
+        raise click.BadParameter(str(e), param_hint="--seeds") from None
     try:
         parameters = DayParameters(
             articles=options["articles"],
@@ -345,7 +308,7 @@ def _execute(
             figures, workdir = once(trace=False, progress=False)
             workdir.close()
             timings.append(figures["timings"])
-        rows = bench.summarize(timings)
+        rows = sim_benchmark.summarize(timings)
         if options["json_path"]:
             _write_json(
                 {"format": report.FORMAT, "benchmark": rows, "load_average": load},
@@ -354,7 +317,7 @@ def _execute(
             if options["json_path"] == "-":
                 return
         click.echo(
-            bench.render(
+            sim_benchmark.render(
                 rows,
                 command=command,
                 repetitions=options["benchmark"],

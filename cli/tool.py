@@ -69,6 +69,9 @@ def tool(name: str, arguments: tuple[str, ...], indent: bool, db: str) -> None:
         except KbesError as e:
             result, failed = e.to_dict(), True
     text = json.dumps(result, ensure_ascii=False, indent=2 if indent else None)
+    if not text.isascii() and _surrogates(text):
+        # An argument's lone surrogate echoed in an error ("\ud800") cannot be UTF-8: escape.
+        text = json.dumps(result, indent=2 if indent else None)
     click.echo(text)
     if failed:
         field = result.get("field")
@@ -79,3 +82,11 @@ def tool(name: str, arguments: tuple[str, ...], indent: bool, db: str) -> None:
                 err=True,
             )
         sys.exit(1)
+
+
+def _surrogates(text: str) -> bool:
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return True
+    return False

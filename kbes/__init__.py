@@ -11,11 +11,10 @@ from kbes.clock import (
     parse_timestamp,
 )
 from kbes.errors import KbesError
-from kbes.history_tools import HISTORY_TOOLS
 from kbes.knowledge_base import KnowledgeBase
 from kbes.mapper import MsgspecMapper
 from kbes.receipt import EditReceipt
-from kbes.tools import TOOLS, Tool, call_tool
+from kbes.tools import HISTORY_TOOLS, TOOLS, Tool, call_tool
 
 __all__ = [
     "HISTORY_TOOLS",

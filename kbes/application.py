@@ -1,4 +1,7 @@
-"""The kbes application: people-side commands and the agent tools' logic over one event log.
+"""The kbes application: people's commands, the agents' queries and edit, over one event log.
+
+It speaks in domain terms (ids, text, instants; domain results and errors): the agent contract
+in `kbes.tools` and the CLI each turn those into their own answers and words.
 
 Every write goes through `Application.save`, so an article's event, its edit receipt and its
 feed-index row commit together or not at all. Reads answer from the projections, which are
@@ -6,65 +9,42 @@ brought up to the head of the log first, so a read after any write (from any pro
 
 from __future__ import annotations
 
-import hashlib
 import os
 from collections.abc import Callable, Iterable, Sequence
 from datetime import datetime
-from typing import Any, ClassVar, TypeVar
+from typing import Any, ClassVar, TypeVar, cast
 from uuid import UUID
 
-import msgspec
 from eventsourcing.application import AggregateNotFoundError, Application, ProcessingEvent
-from eventsourcing.domain import Aggregate
 from eventsourcing.persistence import IntegrityError, Notification, Recording
 from eventsourcing.utils import get_topic
 
 from kbes.article import EVENT_TYPES, Article
 from kbes.clock import Clock, SystemClock, format_timestamp, next_timestamp, timestamp_text
 from kbes.errors import (
+    ArticleChanged,
+    ArticleElsewhere,
+    ArticleNotFound,
+    ArticleUnpublished,
     Gone,
-    IdempotencyKeyReused,
     InvalidArgument,
     InvalidState,
+    KeyReused,
+    KnowledgeBaseNotFound,
     NotFound,
-    UnsupportedResourceType,
-    VersionConflict,
 )
+from kbes.feed import FeedEvent, FeedReader
+from kbes.ids import parse_id, require_id
+from kbes.internals import project_unchecked, save_unchecked
 from kbes.knowledge_base import KnowledgeBase
 from kbes.mapper import MsgspecMapper
 from kbes.projections import search as search_index
 from kbes.projections.views import Views
-from kbes.receipt import EditReceipt, receipt_id
-from kbes.recorder import FEED_KWARG, FeedApplicationRecorder, KbesSQLiteFactory
-from kbes.wire import (
-    ArticleResult,
-    Citation,
-    EditRequest,
-    EditResult,
-    PollRequest,
-    PollResult,
-    ReadRequest,
-    ResourceEvent,
-    SearchHit,
-    SearchRequest,
-    SearchResult,
-)
-
-SUPPORTED_RESOURCE_TYPES = ("knowledge_base",)
+from kbes.receipt import EditReceipt, edit_fingerprint, receipt_id
+from kbes.recorder import FEED_KWARG, KbesSQLiteFactory, ViewsHome
+from kbes.results import CurrentArticle, Edited, Hit
 
 A = TypeVar("A")
-
-Grants = frozenset[str] | None
-"""Knowledge-base ids (canonical UUID text) a caller may touch; None means all."""
-
-
-def _project(aggregate: Any, events: Iterable[Any]) -> Any:
-    """eventsourcing's `project_aggregate` without its per-event `assert isinstance(event,
-    CanMutateProtocol)`, a runtime Protocol check that costs ~20 us an event on Python 3.11:
-    every edit fast-forwards its cached article by one event."""
-    for event in events:
-        aggregate = event.mutate(aggregate)
-    return aggregate
 
 
 class KnowledgeBaseStore(Application):
@@ -74,15 +54,15 @@ class KnowledgeBaseStore(Application):
     env: ClassVar[dict[str, str]] = {
         "PERSISTENCE_MODULE": get_topic(KbesSQLiteFactory),
         # Edits load articles from the cache, fast-forwarded by one query, never by replaying
-        # the whole history (2,000 edits of one article: 17/s uncached, ~960/s cached).
+        # the whole history: without it an edit's cost grows with the article's history.
         "AGGREGATE_CACHE_MAXSIZE": "10000",
         "AGGREGATE_CACHE_FASTFORWARD": "y",
     }
     # A load with an empty cache (a fresh process, an evicted article) starts from the latest
-    # snapshot, so it replays at most 99 events, never the whole history (an article with
-    # 1,000 saves: 12.5 -> 0.11 ms; kbes bench rows 4c/4d). One snapshot per 100 versions.
+    # snapshot, so it replays at most 99 events, never the whole history (kbes bench rows
+    # 4c/4d). One snapshot per 100 versions.
     snapshotting_intervals: ClassVar[dict[type, int]] = {Article: 100}
-    snapshotting_projectors: ClassVar[dict[type, Any]] = {Article: _project}
+    snapshotting_projectors: ClassVar[dict[type, Any]] = {Article: project_unchecked}
 
     def __init__(
         self,
@@ -94,61 +74,28 @@ class KnowledgeBaseStore(Application):
         self.clock: Clock = clock or SystemClock()
         self._known_knowledge_bases: set[UUID] = set()
         # With a PostgreSQL log the views stay in a local SQLite file (kbes.postgres).
-        factory: Any = self.factory
-        self.views = Views(
-            getattr(factory, "views_datastore", None) or factory.datastore,
-            application_name=self.name,
-        )
+        factory = cast(ViewsHome, self.factory)
+        self.views = Views(factory.views_datastore, application_name=self.name)
         self.views.create_table()
+
+    mapper: MsgspecMapper
 
     def construct_mapper(self) -> MsgspecMapper:
         return MsgspecMapper()
 
     @property
-    def feed(self) -> FeedApplicationRecorder:
-        # SQLite's FeedApplicationRecorder or kbes.postgres's: the same `select_feed` contract.
-        assert hasattr(self.recorder, "select_feed")
+    def feed(self) -> FeedReader:
+        """The log's reads for the views and the feed: SQLite's FeedApplicationRecorder or
+        kbes.postgres's PostgresFeedRecorder, the same FeedReader either way."""
         return self.recorder  # type: ignore[return-value]
 
     def save(self, *objs: Any, **kwargs: Any) -> list[Recording]:
-        """eventsourcing's `save`, minus its runtime Protocol checks: on Python 3.11 each
-        `isinstance(obj, DomainEventProtocol)` walks the protocol's members (~20 us an
-        aggregate, half the CPU of a bulk import). A plain class check picks out aggregates;
-        anything else still goes through eventsourcing's own collection. Imports of 2,000
-        articles: 31,700 -> 43,000 events/s (CPU); an edit: -60 us of CPU."""
-        processing_event = ProcessingEvent()
-        for obj in objs:
-            if isinstance(obj, Aggregate):
-                processing_event.events.extend(obj.collect_events())
-                processing_event.aggregates[obj.id] = obj
-            elif obj is not None:
-                processing_event.collect_events(obj)
-        processing_event.saved_kwargs.update(kwargs)
-        recordings = self._record(processing_event)
-        self._take_snapshots(processing_event)
-        self._notify(recordings)
-        self.notify(processing_event.events)
-        return recordings
-
-    def _take_snapshots(self, processing_event: ProcessingEvent) -> None:
-        """Snapshot a saved aggregate that is itself at a snapshot version (an edit: one event)
-        directly, instead of eventsourcing's reload of up to 100 events to rebuild it; other
-        cases (a bulk save past a snapshot version) go the library's way."""
-        if self.snapshots is None:
-            return
-        for event in processing_event.events:
-            aggregate = processing_event.aggregates.get(event.originator_id)
-            interval = self.snapshotting_intervals.get(type(aggregate))
-            if interval is None or event.originator_version % interval:
-                continue
-            if aggregate.version == event.originator_version:
-                self.snapshots.put([type(aggregate).Snapshot.take(aggregate)])
-            else:
-                self.take_snapshot(
-                    event.originator_id, version=event.originator_version, projector_func=_project
-                )
+        """eventsourcing's `save`, without its runtime Protocol checks (kbes.internals)."""
+        return save_unchecked(self, objs, kwargs)
 
     def _record(self, processing_event: ProcessingEvent) -> list[Recording]:
+        """Pass the feed entries of the events to the recorder, which writes them in the
+        events' transaction: eventsourcing's `searchabletimestamps` example's way."""
         processing_event.saved_kwargs[FEED_KWARG] = feed_entries(
             processing_event.events, processing_event.aggregates
         )
@@ -210,31 +157,34 @@ class KnowledgeBaseStore(Application):
         *,
         content: str | None = None,
         title: str | None = None,
-    ) -> int:
-        """A person's save, last writer wins: one `Saved` or `Retitled` event."""
+    ) -> int | None:
+        """A person's save, last writer wins: one `Saved` or `Retitled` event, and its
+        sequence; None when the save would change nothing (the article decides), so nothing
+        was written."""
         article = self.article_for_person(knowledge_base_id, article_id)
         if content is None and title is None:
             raise InvalidArgument("nothing to save: give new content, a new title, or both")
         if title is not None:
             title = _require_title(title)
-        article.save(
+        if not article.save(
             article.content if content is None else content,
             title,
             at=next_timestamp(self.clock, article.updated_at),
-        )
+        ):
+            return None
         return self._save_one(article)
 
     def _get(self, aggregate_id: UUID, kind: type[A]) -> A | None:
         """The aggregate if there is one of this kind: knowledge bases, articles and edit
         receipts share one id space in the log, so an id of another kind is not found."""
         try:
-            found = self.repository.get(aggregate_id, projector_func=_project)
+            found = self.repository.get(aggregate_id, projector_func=project_unchecked)
         except AggregateNotFoundError:
             return None
         return found if isinstance(found, kind) else None
 
     def get_article(self, article_id: UUID | str) -> Article:
-        article = self._get(_uuid(article_id, "article_id"), Article)
+        article = self._get(require_id(article_id, "article_id"), Article)
         if article is None:
             raise NotFound(f"no article {article_id}")
         return article
@@ -249,25 +199,22 @@ class KnowledgeBaseStore(Application):
         kb = self._knowledge_base_uuid(knowledge_base_id)
         article = self.get_article(article_id)
         if article.knowledge_base_id != kb:
-            raise NotFound(
-                f"article {article_id} is not in knowledge base {kb}; "
-                f"`kbes article list --kb {kb}` lists its articles"
-            )
+            raise ArticleElsewhere(article_id, kb)
         return article
 
     def require_knowledge_base(self, knowledge_base_id: UUID | str) -> UUID:
         """The knowledge base's UUID; `not_found` if there is no such knowledge base."""
         return self._knowledge_base_uuid(knowledge_base_id)
 
-    def _knowledge_base_uuid(self, knowledge_base_id: UUID | str, grants: Grants = None) -> UUID:
-        """The knowledge base's UUID if it exists (and is granted); `not_found` otherwise, in
-        the same words either way, so existence does not leak past a grant."""
-        kb = _maybe_uuid(knowledge_base_id)
-        if kb is None or (grants is not None and str(kb) not in grants):
-            raise NotFound(_no_knowledge_base(knowledge_base_id))
+    def _knowledge_base_uuid(self, knowledge_base_id: UUID | str) -> UUID:
+        """The knowledge base's UUID if it exists; `KnowledgeBaseNotFound` naming the id as
+        given otherwise (an id that parses to no UUID names no knowledge base either)."""
+        kb = parse_id(knowledge_base_id)
+        if kb is None:
+            raise KnowledgeBaseNotFound(knowledge_base_id)
         if kb not in self._known_knowledge_bases:
             if self._get(kb, KnowledgeBase) is None:
-                raise NotFound(_no_knowledge_base(knowledge_base_id))
+                raise KnowledgeBaseNotFound(knowledge_base_id)
             self._known_knowledge_bases.add(kb)
         return kb
 
@@ -275,90 +222,85 @@ class KnowledgeBaseStore(Application):
 
     def catch_up(self, progress: Callable[[int], None] | None = None) -> int:
         """Bring the views to the head of the log; one cheap query when already there."""
-        return self.views.catch_up(self.recorder, self.mapper, progress=progress)
+        return self.views.catch_up(self.feed, self.mapper, progress=progress)
 
     def rebuild(self, progress: Callable[[int], None] | None = None) -> int:
         """Drop the views and replay the whole log into them."""
         self.views.drop()
         return self.catch_up(progress)
 
-    # The agent tools ---------------------------------------------------------------------------
+    # The agents' queries and edit ------------------------------------------------------------
 
-    def search(self, request: SearchRequest, grants: Grants = None) -> SearchResult:
-        kb = self._knowledge_base_uuid(request.knowledge_base_id, grants)
+    def search(self, knowledge_base_id: UUID, query: str, limit: int) -> list[Hit]:
+        """Current published articles matching `query` (plain words), best first."""
+        kb = self._knowledge_base_uuid(knowledge_base_id)
         self.catch_up()
-        expression = search_index.match_expression(request.query)
-        rows = [] if expression is None else self.views.search(str(kb), expression, request.limit)
-        hits = [
-            SearchHit(
-                article_id=row["article_id"],
-                title=row["title"],
-                snippet=row["snippet"],
-                updated_at=row["updated_at"],
-                citation=_row_citation(kb, row),
-            )
-            for row in rows
+        expression = search_index.match_expression(query)
+        if expression is None:
+            return []
+        return [
+            Hit(row["article_id"], row["title"], row["snippet"], row["updated_at"])
+            for row in self.views.search(str(kb), expression, limit)
         ]
-        return SearchResult(knowledge_base_id=str(kb), query=request.query, hits=hits)
 
-    def read(self, request: ReadRequest, grants: Grants = None) -> ArticleResult:
-        kb = self._knowledge_base_uuid(request.knowledge_base_id, grants)
+    def read_article(self, knowledge_base_id: UUID, article_id: UUID | str) -> CurrentArticle:
+        """The published article as it stands now. `ArticleNotFound` for an unknown id, a
+        draft or another knowledge base's article; `ArticleUnpublished` once unpublished."""
+        kb = self._knowledge_base_uuid(knowledge_base_id)
         self.catch_up()
-        article_id = _maybe_uuid(request.article_id)
-        row = self.views.article(str(article_id)) if article_id else None
+        parsed = parse_id(article_id)
+        row = self.views.article(str(parsed)) if parsed else None
         if row is None or row["knowledge_base_id"] != str(kb) or row["status"] == "draft":
-            raise NotFound(_no_article(request.article_id))
+            raise ArticleNotFound(article_id)
         if row["status"] == "unpublished":
-            raise Gone(
-                f"article {request.article_id} was unpublished at {row['updated_at']}; "
-                "it is no longer an answer. Search again for a current article.",
-                unpublished_at=row["updated_at"],
-            )
-        return ArticleResult(
-            knowledge_base_id=str(kb),
-            article_id=row["article_id"],
-            title=row["title"],
-            content=row["content"],
-            updated_at=row["updated_at"],
-            citation=_row_citation(kb, row),
-        )
+            raise ArticleUnpublished(article_id, row["updated_at"])
+        return CurrentArticle(row["article_id"], row["title"], row["content"], row["updated_at"])
 
-    def edit(self, request: EditRequest, grants: Grants = None) -> EditResult:
-        kb = self._knowledge_base_uuid(request.knowledge_base_id, grants)
-        article_id = _maybe_uuid(request.article_id)
-        if article_id is None:
-            raise NotFound(_no_article(request.article_id))
-        fingerprint = edit_fingerprint(article_id, request)
+    def edit_article(
+        self,
+        knowledge_base_id: UUID,
+        article_id: UUID | str,
+        content: str,
+        *,
+        expected_version: datetime,
+        idempotency_key: str,
+        title: str | None = None,
+    ) -> Edited:
+        """An agent's edit: applied only if the article is still at `expected_version`, and
+        at most once per `idempotency_key` (a retry answers the first result, as a replay)."""
+        kb = self._knowledge_base_uuid(knowledge_base_id)
+        parsed = parse_id(article_id)
+        if parsed is None:
+            raise ArticleNotFound(article_id)
+        fingerprint = edit_fingerprint(parsed, content, title, expected_version)
         # The idempotency key is looked up only where it can matter: before any refusal, and
         # when the receipt's insert collides with an earlier one (a used key always collides:
         # its receipt has one id and one version). So an accepted edit costs one read, the
         # article's fast-forward, and one write; every answer is the one a lookup up front
-        # would give (edits/s +~8%, kbes bench row 1a).
+        # would give.
         try:
-            article = self._editable_article(kb, article_id, request.article_id)
+            article = self._editable_article(kb, parsed, article_id)
         except (NotFound, Gone):
-            replay = self._replay(kb, request.idempotency_key, fingerprint)
+            replay = self._replay(kb, idempotency_key, fingerprint)
             if replay is not None:
                 return replay
             raise
-        if article.updated_at != request.expected_version:
+        if article.updated_at != expected_version:
             # A retry of an edit that was accepted (here or in another process) is a replay.
-            replay = self._replay(kb, request.idempotency_key, fingerprint)
+            replay = self._replay(kb, idempotency_key, fingerprint)
             if replay is not None:
                 return replay
-            raise _version_conflict(article, request.expected_version)
-        title = None if isinstance(request.title, msgspec.UnsetType) else request.title
-        # Content and title as they are: no article event, so the version stays and no citation
-        # of it turns stale for nothing (as a person's no-op save); the receipt is recorded all
-        # the same, so a retry replays this answer and the key stays bound to this request.
-        if request.content == article.content and title in (None, article.title):
-            at = next_timestamp(self.clock, None)
-        else:
-            article.save(request.content, title, at=next_timestamp(self.clock, article.updated_at))
+            raise _version_conflict(article, expected_version)
+        # A save that changes nothing emits no article event (the article decides), so the
+        # version stays; the receipt is recorded all the same, so a retry replays this answer
+        # and the key stays bound to this request.
+        if article.save(content, title, at=next_timestamp(self.clock, article.updated_at)):
             at = article.updated_at
+        else:
+            at = next_timestamp(self.clock, None)
         receipt = EditReceipt.record(
             knowledge_base_id=kb,
-            idempotency_key=request.idempotency_key,
+            idempotency_key=idempotency_key,
             article_id=article.id,
             fingerprint=fingerprint,
             title=article.title,
@@ -370,106 +312,51 @@ class KnowledgeBaseStore(Application):
         except IntegrityError:
             # Another writer got there first: either the same key (a concurrent replay) or
             # another change to this article version.
-            replay = self._replay(kb, request.idempotency_key, fingerprint)
+            replay = self._replay(kb, idempotency_key, fingerprint)
             if replay is not None:
                 return replay
-            current = self._editable_article(kb, article_id, request.article_id)
-            raise _version_conflict(current, request.expected_version) from None
-        return _edit_result(kb, article.id, article.title, article.updated_at, replay=False)
+            current = self._editable_article(kb, parsed, article_id)
+            raise _version_conflict(current, expected_version) from None
+        return Edited(kb, article.id, article.title, article.updated_at, replay=False)
 
-    def poll(self, request: PollRequest, grants: Grants = None) -> PollResult:
-        if request.resource_type not in SUPPORTED_RESOURCE_TYPES:
-            raise UnsupportedResourceType(
-                f"resource_type {request.resource_type!r} is not served here; "
-                f"supported: {', '.join(SUPPORTED_RESOURCE_TYPES)}",
-                supported=list(SUPPORTED_RESOURCE_TYPES),
-            )
-        kb = self._knowledge_base_uuid(request.resource_id, grants)
-        events, head = self._feed_page(kb, request.after_sequence, request.limit)
-        if request.after_sequence > head:
-            # No sequence past the head was ever returned: a garbled or foreign cursor, which
-            # echoed back would hide every event until the log grew that far.
-            raise InvalidArgument(
-                f"after_sequence {request.after_sequence} is past the end of the log (its last "
-                f"sequence is {head}); resume from a next_sequence this tool returned, or from 0",
-                field="after_sequence",
-            )
-        full = len(events) == request.limit
-        next_sequence = events[-1].sequence if full else head
-        return PollResult(
-            resource_type=request.resource_type,
-            resource_id=str(kb),
-            events=events,
-            next_sequence=next_sequence,
-            has_more=full,
-        )
-
-    def _feed_page(self, kb: UUID, after: int, limit: int) -> tuple[list[ResourceEvent], int]:
-        """The page's events and the log's head, read in one snapshot. Where the recorder and
-        the mapper offer it, each event's row is read as a tuple and only its timestamp is
-        decoded (a page of 100: ~1.3 -> ~0.5 ms); otherwise through Notification objects and
-        the mapper's domain events."""
-        select_rows = getattr(self.feed, "select_feed_rows", None)
-        decode_stamp = getattr(self.mapper, "decode_stamp", None)
-        events: list[ResourceEvent] = []
-        if select_rows is not None and decode_stamp is not None:
-            rows, head = select_rows(kb.hex, after, limit)
-            for nid, article_id, version, topic, state in rows:
-                stamp = decode_stamp(topic, state)
-                if stamp is None:  # an upcast event: the mapper's full path
-                    notification = Notification(
-                        id=nid,
-                        originator_id=UUID(article_id),
-                        originator_version=version,
-                        topic=topic,
-                        state=state,
-                    )
-                    event = self.mapper.to_domain_event(notification)
-                    stamp = (type(event), event.timestamp)
-                events.append(
-                    ResourceEvent(
-                        sequence=nid,
-                        type=EVENT_TYPES[stamp[0]],
-                        article_id=article_id,
-                        updated_at=timestamp_text(stamp[1]),
-                    )
+    def feed_page(self, kb: UUID, after: int, limit: int) -> tuple[list[FeedEvent], int]:
+        """Up to `limit` events of the knowledge base's feed after sequence `after`, and the
+        log's head, read in one snapshot. Only each event's class and timestamp are decoded:
+        the feed reports no content."""
+        rows, head = self.feed.select_feed_rows(kb.hex, after, limit)
+        decode_stamp = self.mapper.decode_stamp
+        events: list[FeedEvent] = []
+        for nid, article_id, version, topic, state in rows:
+            stamp = decode_stamp(topic, state)
+            if stamp is None:  # an upcast event: the mapper's full path
+                notification = Notification(
+                    id=nid,
+                    originator_id=UUID(article_id),
+                    originator_version=version,
+                    topic=topic,
+                    state=state,
                 )
-            return events, head
-        notifications, head = self.feed.select_feed(kb.hex, after, limit)
-        for notification in notifications:
-            event = self.mapper.to_domain_event(notification)
+                event = self.mapper.to_domain_event(notification)
+                stamp = (type(event), event.timestamp)
             events.append(
-                ResourceEvent(
-                    sequence=notification.id,
-                    type=EVENT_TYPES[type(event)],
-                    article_id=str(event.originator_id),
-                    updated_at=format_timestamp(event.timestamp),
-                )
+                FeedEvent(nid, EVENT_TYPES[stamp[0]], article_id, timestamp_text(stamp[1]))
             )
         return events, head
 
-    def _replay(self, kb: UUID, key: str, fingerprint: str) -> EditResult | None:
+    def _replay(self, kb: UUID, key: str, fingerprint: str) -> Edited | None:
         receipt = self._get(receipt_id(kb, key), EditReceipt)
         if receipt is None:
             return None
         if receipt.fingerprint != fingerprint:
-            raise IdempotencyKeyReused(
-                f"idempotency_key {key!r} was already used for a different edit "
-                f"(article {receipt.article_id}); use a new key for a new change",
-                field="idempotency_key",
-            )
-        return _edit_result(kb, receipt.article_id, receipt.title, receipt.updated_at, replay=True)
+            raise KeyReused(key, receipt.article_id)
+        return Edited(kb, receipt.article_id, receipt.title, receipt.updated_at, replay=True)
 
-    def _editable_article(self, kb: UUID, article_id: UUID, raw_id: str) -> Article:
+    def _editable_article(self, kb: UUID, article_id: UUID, raw_id: UUID | str) -> Article:
         article = self._get(article_id, Article)
         if article is None or article.knowledge_base_id != kb or not article.ever_published:
-            raise NotFound(_no_article(raw_id))
+            raise ArticleNotFound(raw_id)
         if not article.published:
-            raise Gone(
-                f"article {raw_id} was unpublished at {format_timestamp(article.updated_at)}; "
-                "it cannot be edited through this tool",
-                unpublished_at=format_timestamp(article.updated_at),
-            )
+            raise ArticleUnpublished(raw_id, format_timestamp(article.updated_at))
         return article
 
 
@@ -497,55 +384,10 @@ def feed_entries(events: Sequence[Any], aggregates: dict[Any, Any]) -> list[str 
     return entries
 
 
-def edit_fingerprint(article_id: UUID, request: EditRequest) -> str:
-    """What makes two edit requests "the same request" for an idempotency key."""
-    title = None if isinstance(request.title, msgspec.UnsetType) else request.title
-    material = msgspec.json.encode(
-        [str(article_id), request.content, title, format_timestamp(request.expected_version)]
+def _version_conflict(article: Article, expected: datetime) -> ArticleChanged:
+    return ArticleChanged(
+        article.id, format_timestamp(article.updated_at), format_timestamp(expected)
     )
-    return hashlib.sha256(material).hexdigest()
-
-
-def _edit_result(
-    kb: UUID, article_id: UUID, title: str, updated_at: datetime, *, replay: bool
-) -> EditResult:
-    stamp = format_timestamp(updated_at)
-    kb_text, article_text = str(kb), str(article_id)
-    return EditResult(
-        knowledge_base_id=kb_text,
-        article_id=article_text,
-        title=title,
-        updated_at=stamp,
-        citation=Citation(knowledge_base_id=kb_text, article_id=article_text, updated_at=stamp),
-        replay=replay,
-    )
-
-
-def _version_conflict(article: Article, expected: datetime) -> VersionConflict:
-    current = format_timestamp(article.updated_at)
-    return VersionConflict(
-        f"article {article.id} changed since {format_timestamp(expected)}: its current version "
-        f"is {current}. Read it again, re-apply your change to the current content, and edit "
-        "with the new version.",
-        current_version=current,
-        expected_version=format_timestamp(expected),
-    )
-
-
-def _maybe_uuid(value: UUID | str) -> UUID | None:
-    if isinstance(value, UUID):
-        return value
-    try:
-        return UUID(value)
-    except (ValueError, TypeError, AttributeError):
-        return None
-
-
-def _uuid(value: UUID | str, field: str) -> UUID:
-    parsed = _maybe_uuid(value)
-    if parsed is None:
-        raise InvalidArgument(f"{field} {value!r} is not a valid id", field=field)
-    return parsed
 
 
 def _require_title(title: str) -> str:
@@ -553,27 +395,6 @@ def _require_title(title: str) -> str:
     if not title:
         raise InvalidArgument("an article needs a non-empty title", field="title")
     return title
-
-
-def _row_citation(kb: UUID, row: Any) -> Citation:
-    """The citation of an article-view row: the version a search hit or a read stands for."""
-    return Citation(
-        knowledge_base_id=str(kb), article_id=row["article_id"], updated_at=row["updated_at"]
-    )
-
-
-GRANTS_HINT = "check the id against the citation or the list of granted knowledge bases"
-
-
-def _no_knowledge_base(knowledge_base_id: object) -> str:
-    return f"no knowledge base {knowledge_base_id} is available here; {GRANTS_HINT}"
-
-
-def _no_article(article_id: object) -> str:
-    return (
-        f"no published article {article_id} in this knowledge base; "
-        "search the knowledge base for current articles"
-    )
 
 
 def open_store(

@@ -3,32 +3,16 @@ the article's `updated_at`: the version a citation names and an edit compares ag
 
 from __future__ import annotations
 
-import copy
 from datetime import datetime
-from typing import TypeVar
 from uuid import UUID, uuid4
 
 from eventsourcing.domain import Aggregate
 
+from kbes.aggregate import copy_aggregate
 from kbes.clock import SystemClock, next_timestamp
 from kbes.errors import InvalidState
 
 _SYSTEM_CLOCK = SystemClock()
-
-_IMMUTABLE = frozenset({str, int, float, bool, UUID, datetime, type(None)})
-
-A = TypeVar("A", bound=Aggregate)
-
-
-def copy_aggregate(aggregate: A, memo: dict[int, object]) -> A:
-    """The deep copy the aggregate cache hands each command, made cheaply: attributes that are
-    immutable (ids, text, flags, instants: all of an article's) are shared, anything else is
-    deep-copied. ~4 us instead of copy.deepcopy's ~45 us, on every edit."""
-    clone = object.__new__(type(aggregate))
-    state = clone.__dict__
-    for name, value in vars(aggregate).items():
-        state[name] = value if type(value) in _IMMUTABLE else copy.deepcopy(value, memo)
-    return clone
 
 
 class Article(Aggregate):
@@ -119,8 +103,14 @@ class Article(Aggregate):
             self.Published, knowledge_base_id=self.knowledge_base_id, timestamp=self._next(at)
         )
 
-    def save(self, content: str, title: str | None = None, *, at: datetime | None = None) -> None:
-        """Replace the whole content; a changed title makes the one event a `Retitled`."""
+    def save(self, content: str, title: str | None = None, *, at: datetime | None = None) -> bool:
+        """Replace the whole content; a changed title makes the one event a `Retitled`.
+
+        A save that changes neither content nor title emits nothing and returns False: the
+        version stays, so no citation of it turns stale for nothing, whichever door (an agent's
+        edit, a person's save, an import) the save came through."""
+        if content == self.content and title in (None, self.title):
+            return False
         if title is not None and title != self.title:
             self.trigger_event(
                 self.Retitled,
@@ -136,6 +126,7 @@ class Article(Aggregate):
                 content=content,
                 timestamp=self._next(at),
             )
+        return True
 
     def unpublish(self, *, at: datetime | None = None) -> None:
         if not self.published:

@@ -18,12 +18,12 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from datetime import datetime
 from typing import Any
-from uuid import UUID
 
 import msgspec
 
 from kbes.clock import format_timestamp, parse_timestamp
 from kbes.history import CONTENT_EVENTS, ArticleHistory, ArticleState, History, unified_diff
+from kbes.ids import parse_id
 
 CLASSES = ("current", "changed", "gone", "invalid")
 
@@ -145,12 +145,12 @@ def classify(
     def invalid(reason: str) -> AuditEntry:
         return AuditEntry(**base, status="invalid", reason=reason)
 
-    kb = _uuid(citation.knowledge_base_id)
+    kb = parse_id(citation.knowledge_base_id)
     if kb is None:
         return invalid(f"knowledge_base_id {citation.knowledge_base_id!r} is not an id")
     if not history.knowledge_base_exists(kb, as_of):
         return invalid(f"knowledge base {kb} never existed{by}")
-    article_id = _uuid(citation.article_id)
+    article_id = parse_id(citation.article_id)
     if article_id is None:
         return invalid(f"article_id {citation.article_id!r} is not an id")
     article = history.history(article_id)
@@ -161,8 +161,8 @@ def classify(
         return invalid(f"article {article_id} did not exist yet{by}")
     try:
         cited_at = parse_timestamp(citation.updated_at)
-    except ValueError:
-        return invalid(f"updated_at {citation.updated_at!r} is not an RFC 3339 time")
+    except ValueError as e:
+        return invalid(f"updated_at {citation.updated_at!r} is not an RFC 3339 time ({e})")
     cited = next((v for v in versions if v.at == cited_at), None)
     if cited is None:
         return invalid(f"the article never had a version at {citation.updated_at}{by}")
@@ -251,10 +251,3 @@ def _change_summary(facts: dict[str, Any], quote: str | None) -> str:
         else:
             parts.append("quote intact" if facts["quote_intact"] else "quote changed")
     return "; ".join(parts)
-
-
-def _uuid(value: str) -> UUID | None:
-    try:
-        return UUID(value)
-    except (ValueError, TypeError, AttributeError):
-        return None

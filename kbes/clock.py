@@ -76,4 +76,18 @@ def parse_timestamp(text: str) -> datetime:
     instant = datetime.fromisoformat(text.replace("Z", "+00:00").replace("z", "+00:00"))
     if instant.tzinfo is None:
         raise ValueError(f"timestamp {text!r} has no UTC offset; add 'Z' or '+00:00'")
-    return instant.astimezone(UTC)
+    return to_utc(instant, text)
+
+
+def to_utc(instant: datetime, text: str | None = None) -> datetime:
+    """`instant` in UTC, or ValueError when its UTC day falls outside 0001-01-01..9999-12-31
+    (`0001-01-01T00:00:00+05:30` parses, but Python cannot represent it in UTC). Every door
+    that takes a time from outside comes through here, so such a time is bad input, never an
+    OverflowError deep in `format_timestamp`."""
+    try:
+        return instant.astimezone(UTC)
+    except OverflowError:
+        shown = text if text is not None else instant.isoformat()
+        raise ValueError(
+            f"{shown} is out of range: in UTC it falls outside 0001-01-01..9999-12-31"
+        ) from None

@@ -89,6 +89,79 @@ class EditsDisabled(KbesError):
     code = "edits_disabled"
 
 
+class KnowledgeBaseNotFound(NotFound):
+    """No knowledge base by that id. Carries the id as the caller gave it, so each door (the
+    tools, the CLI) phrases its own advice around it."""
+
+    def __init__(self, knowledge_base_id: object) -> None:
+        super().__init__(f"no knowledge base {knowledge_base_id}")
+        self.knowledge_base_id = knowledge_base_id
+
+
+class ArticleNotFound(NotFound):
+    """No published article by that id in the knowledge base (drafts are not found either)."""
+
+    def __init__(self, article_id: object) -> None:
+        super().__init__(f"no published article {article_id} in this knowledge base")
+        self.article_id = article_id
+
+
+class ArticleElsewhere(NotFound):
+    """The article exists, in another knowledge base than the one named."""
+
+    def __init__(self, article_id: object, knowledge_base_id: object) -> None:
+        super().__init__(f"article {article_id} is not in knowledge base {knowledge_base_id}")
+        self.article_id = article_id
+        self.knowledge_base_id = knowledge_base_id
+
+
+class ArticleUnpublished(Gone):
+    """The article was published once and unpublished at `unpublished_at` (its version)."""
+
+    def __init__(self, article_id: object, unpublished_at: str) -> None:
+        super().__init__(
+            f"article {article_id} was unpublished at {unpublished_at}",
+            unpublished_at=unpublished_at,
+        )
+        self.article_id = article_id
+        self.unpublished_at = unpublished_at
+
+
+class ArticleChanged(VersionConflict):
+    """An edit named `expected_version`, and the article is at `current_version` now."""
+
+    def __init__(self, article_id: object, current_version: str, expected_version: str) -> None:
+        super().__init__(
+            f"article {article_id} changed since {expected_version}: its current version "
+            f"is {current_version}",
+            current_version=current_version,
+            expected_version=expected_version,
+        )
+        self.article_id = article_id
+        self.current_version = current_version
+        self.expected_version = expected_version
+
+
+class KeyReused(IdempotencyKeyReused):
+    """The idempotency key is bound to another edit (of `article_id`)."""
+
+    def __init__(self, idempotency_key: str, article_id: object) -> None:
+        super().__init__(
+            f"idempotency_key {idempotency_key!r} was already used for a different edit "
+            f"(article {article_id})",
+            field="idempotency_key",
+        )
+        self.idempotency_key = idempotency_key
+        self.article_id = article_id
+
+
+class Unavailable(KbesError):
+    """The store cannot write now (a full disk, a read-only file): nothing was written, and
+    the same call can be retried later unchanged."""
+
+    code = "unavailable"
+
+
 class InternalError(KbesError):
     """An unexpected failure; details are in the server's log, never on the wire."""
 

@@ -20,6 +20,7 @@ from kbes.application import KnowledgeBaseStore
 from kbes.article import Article
 from kbes.clock import format_timestamp, parse_timestamp
 from kbes.errors import InvalidArgument, InvalidVersion, NotFound
+from kbes.ids import parse_id
 
 CONTENT_EVENTS = frozenset({"saved", "retitled"})
 """Event types that change what an article says (its title or content)."""
@@ -229,7 +230,7 @@ class History:
         return self.state(history, versions[-1]) if versions else None
 
     def _require(self, article_id: UUID | str) -> ArticleHistory:
-        parsed = article_id if isinstance(article_id, UUID) else _maybe_uuid(article_id)
+        parsed = parse_id(article_id)
         history = None if parsed is None else self.history(parsed)
         if history is None:
             raise NotFound(f"no article {article_id} in this log")
@@ -283,10 +284,3 @@ def _instant(value: datetime | str) -> datetime:
 
 def _naive(value: datetime) -> datetime:
     raise ValueError("a naive datetime is ambiguous")
-
-
-def _maybe_uuid(value: str) -> UUID | None:
-    try:
-        return UUID(value)
-    except (ValueError, TypeError, AttributeError):
-        return None

@@ -6,6 +6,9 @@ The whole import is one transaction: all of it is written, or none."""
 
 from __future__ import annotations
 
+import errno
+import os
+import stat
 from dataclasses import dataclass, field
 from pathlib import Path
 from uuid import UUID, uuid5
@@ -28,6 +31,8 @@ class ImportReport:
     unchanged: list[str] = field(default_factory=list)
     left_unpublished: list[str] = field(default_factory=list)
     article_ids: dict[str, str] = field(default_factory=dict)
+    skipped: dict[str, str] = field(default_factory=dict)
+    """Candidates not read, each with the reason: symbolic links are never followed."""
 
 
 def parse_markdown(path: Path, text: str) -> tuple[str, str]:
@@ -47,6 +52,76 @@ def split_heading(text: str) -> tuple[str | None, str]:
     return None, text.removeprefix("\ufeff").strip("\n")
 
 
+def markdown_files(folder: Path) -> tuple[list[Path], dict[str, str]]:
+    """The regular `*.md` files under `folder`, and the links skipped with the reason. No
+    symbolic link is followed, to a file or a folder, leading out or staying in: an import
+    must never publish what lies outside the folder (`ln -s /etc/hostname docs/host.md`),
+    and a link that stays in would only import its target twice."""
+    root = os.path.realpath(folder)
+    files: list[Path] = []
+    skipped: dict[str, str] = {}
+    for directory, dirnames, filenames in os.walk(folder):
+        here = Path(directory)
+        for name in sorted(dirnames):
+            if os.path.islink(here / name):
+                skipped[(here / name).relative_to(folder).as_posix()] = _link(here / name, root)
+        dirnames[:] = [d for d in dirnames if not os.path.islink(here / d)]
+        for name in filenames:
+            if not name.endswith(".md"):
+                continue
+            path = here / name
+            if os.path.islink(path):
+                skipped[path.relative_to(folder).as_posix()] = _link(path, root)
+            elif stat.S_ISREG(os.lstat(path).st_mode):
+                files.append(path)
+    return sorted(files), dict(sorted(skipped.items()))
+
+
+def _link(path: Path, root: str) -> str:
+    """Why a link was skipped; where it leads is not echoed (it may name a secret)."""
+    if not os.path.exists(path):
+        return "a dangling symbolic link"
+    target = os.path.realpath(path)
+    if os.path.commonpath([root, target]) == root:
+        return "a symbolic link inside the folder (links are never followed)"
+    return "a symbolic link to outside the folder (links are never followed)"
+
+
+def read_text(path: Path) -> str:
+    """The file's UTF-8 text, opened without following a link: a file swapped for a symbolic
+    link after the folder was listed is refused, not read."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW)
+    except OSError as e:
+        if e.errno == errno.ELOOP:
+            raise InvalidArgument(
+                f"{path} became a symbolic link during the import; links are never followed",
+                field="DIR",
+            ) from None
+        raise
+    try:
+        with open(fd, encoding="utf-8") as f:
+            return f.read()
+    except UnicodeDecodeError as e:
+        raise InvalidArgument(f"{path} is not UTF-8 text: {e}", field="DIR") from None
+
+
+def shown(name: str) -> str:
+    """A file name as text that can always be printed: bytes that are not UTF-8 (kept by
+    Python as surrogates) and control characters appear as backslash escapes."""
+    raw = name.encode("utf-8", "surrogateescape")
+    text = raw.decode("utf-8", "backslashreplace")
+    return "".join(c if c.isprintable() else repr(c)[1:-1] for c in text)
+
+
+def _not_utf8(name: str) -> bool:
+    try:
+        name.encode("utf-8")
+    except UnicodeEncodeError:
+        return True
+    return False
+
+
 def import_id(knowledge_base_id: UUID, relative_path: str) -> UUID:
     return uuid5(knowledge_base_id, relative_path)
 
@@ -55,17 +130,20 @@ def import_folder(
     store: KnowledgeBaseStore, knowledge_base_id: str, folder: Path, *, publish: bool
 ) -> ImportReport:
     kb = store.require_knowledge_base(knowledge_base_id)
-    files = sorted(p for p in folder.rglob("*.md") if p.is_file())
+    files, skipped = markdown_files(folder)
     if not files:
         raise InvalidArgument(f"no Markdown (*.md) files in {folder}", field="DIR")
-    report = ImportReport()
+    report = ImportReport(skipped=skipped)
     changed: list[Article] = []
     for path in files:
         key = path.relative_to(folder).as_posix()
-        try:
-            text = path.read_text(encoding="utf-8")
-        except UnicodeDecodeError as e:
-            raise InvalidArgument(f"{path} is not UTF-8 text: {e}", field="DIR") from None
+        if _not_utf8(key):
+            raise InvalidArgument(
+                f"{shown(key)}: the file name is not valid UTF-8; rename it (the name is "
+                "what the article's id is made from)",
+                field="DIR",
+            )
+        text = read_text(path)
         title, content = parse_markdown(path, text)
         article_id = import_id(kb, key)
         report.article_ids[key] = str(article_id)
@@ -77,10 +155,10 @@ def import_folder(
             )
             report.added.append(key)
         else:
-            if (article.title, article.content) != (title, content):
-                if article.title != title:
+            old_title = article.title
+            if article.save(content, title, at=next_timestamp(store.clock, article.updated_at)):
+                if old_title != title:
                     report.retitled.append(key)
-                article.save(content, title, at=next_timestamp(store.clock, article.updated_at))
                 report.saved.append(key)
         if publish and not article.published:
             if article.ever_published:

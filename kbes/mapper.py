@@ -20,6 +20,8 @@ from eventsourcing.persistence import (
 )
 from eventsourcing.utils import get_topic, resolve_topic
 
+from kbes.internals import AGGREGATE_TIMESTAMPS
+
 _BASE_FIELDS = frozenset({"originator_id", "originator_version"})
 
 
@@ -56,8 +58,8 @@ def _aggregate_state_types(topic: str) -> dict[str, Any]:
         hints.update(getattr(klass, "__annotations__", {}))
     resolved = typing.get_type_hints(aggregate_cls)
     types = {name: resolved.get(name, Any) for name in hints}
-    types["_created_on"] = datetime
-    types["_modified_on"] = datetime
+    for name in AGGREGATE_TIMESTAMPS:
+        types[name] = datetime
     return types
 
 
@@ -123,8 +125,8 @@ class MsgspecMapper(Mapper):
     def decode_fields(self, topic: str, state: bytes) -> tuple[type, Any] | None:
         """The event class and its decoded fields (a typed struct with the event's attribute
         names, its `timestamp` still the stored RFC 3339 text: see clock.timestamp_text),
-        without building the domain event: what folding a long log into the views needs, at
-        half the cost. None for an event that needs `to_domain_event` (upcasting,
+        without building the domain event: all that folding a long log into the views needs.
+        None for an event that needs `to_domain_event` (upcasting,
         snapshots)."""
         plan = _plan(topic)
         if plan is None:

@@ -8,8 +8,9 @@ what the SQLite store has (kbes/recorder.py):
 - the per-knowledge-base feed index `kb_feed(knowledge_base_id, notification_id)`, written in
   the same transaction as the events, while eventsourcing's `LOCK TABLE ... IN EXCLUSIVE MODE`
   still holds, so feed rows commit in notification-id order with their events;
-- `select_feed`, the same contract as SQLite's: one page of one knowledge base's visible
-  notifications and the head of the whole log, read in one statement (one snapshot).
+- the reads of kbes.feed.FeedReader, as the SQLite recorder offers them: one page of one
+  knowledge base's visible events and the head of the whole log, read in one statement (one
+  snapshot), and the log as the views fold it.
 
 The views (article state, version history, FTS5 search index) stay in a local SQLite file per
 process, fed from the shared log: search and read answer locally, and only the catch-up (one
@@ -30,16 +31,19 @@ from typing import Any
 from urllib.parse import parse_qsl, unquote, urlsplit
 from uuid import UUID
 
-from kbes.urls import POSTGRES_EXTRA
-
 try:
-    import psycopg  # noqa: F401  (fail here, with a useful message, not deep in eventsourcing)
+    # Fail here, with a useful message, not deep in eventsourcing. The extra is installed from
+    # kbes's source folder, kbes not being on a package index.
+    import psycopg  # noqa: F401
+    import psycopg_pool  # noqa: F401
 except ImportError as error:  # pragma: no cover - depends on the installed extras
-    raise ImportError(f"a postgresql:// database needs psycopg 3: {POSTGRES_EXTRA}") from error
+    raise ImportError(
+        "a postgresql:// database needs psycopg 3 and its pool: "
+        f"pip install '.[postgres]' in kbes's source folder ({error})"
+    ) from error
 
 from eventsourcing.persistence import (
     InterfaceError,
-    Notification,
     OperationalError,
     StoredEvent,
 )
@@ -54,6 +58,8 @@ from psycopg import Cursor
 from psycopg.rows import DictRow
 from psycopg.sql import SQL, Composed, Identifier
 
+from kbes.feed import StoredRow
+from kbes.internals import AfterInsertEvents
 from kbes.recorder import FEED_KWARG, KbesSQLiteDatastore
 from kbes.urls import redact
 
@@ -140,7 +146,7 @@ def _from_env(key: str, env: dict[str, str]) -> str | None:
     return None
 
 
-class PostgresFeedRecorder(PostgresApplicationRecorder):
+class PostgresFeedRecorder(AfterInsertEvents, PostgresApplicationRecorder):
     """eventsourcing's PostgreSQL application recorder, plus the per-knowledge-base feed index
     that keeps a poll O(page) (same table and contract as kbes.recorder's SQLite one)."""
 
@@ -234,37 +240,30 @@ class PostgresFeedRecorder(PostgresApplicationRecorder):
                     UUID(hex=kb)
         super()._insert_events(curs, stored_events, **kwargs)
 
-    def _fetch_ids_after_insert_events(
-        self,
-        curs: Cursor[DictRow],
-        stored_events: Sequence[StoredEvent],
-        **kwargs: Any,
-    ) -> Sequence[int] | None:
-        """Write the feed rows of the events just inserted: same transaction, table lock held.
-        A database error here aborts the transaction, so the events roll back with it."""
-        ids = super()._fetch_ids_after_insert_events(curs, stored_events, **kwargs)
+    def after_insert_events(self, curs: Any, ids: Sequence[int], **kwargs: Any) -> None:
+        """Write the feed rows of the events just inserted: same transaction, table lock held
+        (kbes.internals.AfterInsertEvents). A database error here aborts the transaction, so
+        the events roll back with it."""
         feed: Sequence[str | None] = kwargs.get(FEED_KWARG) or ()
-        if feed and ids:
-            rows = [
-                (UUID(hex=kb), nid) for kb, nid in zip(feed, ids, strict=True) if kb is not None
-            ]
-            if rows:
-                # A nested pipeline block syncs on exit, so a failure raises here, inside
-                # eventsourcing's error handling, rather than at commit.
-                with curs.connection.pipeline():
-                    curs.execute(
-                        self.insert_feed_statement,
-                        ([kb for kb, _ in rows], [nid for _, nid in rows]),
-                        prepare=True,
-                    )
-        return ids
+        if not feed:
+            return
+        rows = [(UUID(hex=kb), nid) for kb, nid in zip(feed, ids, strict=True) if kb is not None]
+        if rows:
+            # A nested pipeline block syncs on exit, so a failure raises here, inside
+            # eventsourcing's error handling, rather than at commit.
+            with curs.connection.pipeline():
+                curs.execute(
+                    self.insert_feed_statement,
+                    ([kb for kb, _ in rows], [nid for _, nid in rows]),
+                    prepare=True,
+                )
 
     @retry((InterfaceError, OperationalError), max_attempts=10, wait=0.2)
-    def select_feed(
+    def select_feed_rows(
         self, knowledge_base_hex: str, after: int, limit: int
-    ) -> tuple[list[Notification], int]:
-        """One consistent read: up to `limit` visible notifications of one knowledge base after
-        `after`, and the head of the whole log at that moment."""
+    ) -> tuple[list[StoredRow], int]:
+        """One page of a knowledge base's feed and the log's head, in one statement: one
+        snapshot (kbes.feed.FeedReader)."""
         with self.datastore.get_connection() as conn, conn.cursor() as curs:
             curs.execute(
                 self.select_feed_statement,
@@ -273,18 +272,26 @@ class PostgresFeedRecorder(PostgresApplicationRecorder):
             )
             rows = curs.fetchall()
         head = (rows[0]["head"] if rows else None) or 0
-        notifications = [
-            Notification(
-                id=row["notification_id"],
-                originator_id=row["originator_id"],
-                originator_version=row["originator_version"],
-                topic=row["topic"],
-                state=bytes(row["state"]),
+        page = [
+            (
+                row["notification_id"],
+                str(row["originator_id"]),
+                row["originator_version"],
+                row["topic"],
+                bytes(row["state"]),
             )
             for row in rows
             if row["notification_id"] is not None
         ]
-        return notifications, head
+        return page, head
+
+    def select_notification_rows(self, start: int, limit: int, stop: int) -> list[StoredRow]:
+        """The log as the views fold it (kbes.feed.FeedReader), read through eventsourcing's
+        own `select_notifications`."""
+        return [
+            (n.id, str(n.originator_id), n.originator_version, n.topic, n.state)
+            for n in self.select_notifications(start=start, limit=limit, stop=stop)
+        ]
 
     def log_identity(self) -> str:
         """Which log this is: server, database and the events table's OID. A dropped and

@@ -36,8 +36,10 @@ from mcp.server.subscriptions import (
 )
 from mcp.shared.exceptions import MCPError
 
-from kbes.application import Grants, KnowledgeBaseStore
+from kbes.application import KnowledgeBaseStore
+from kbes.errors import NotFound
 from kbes.resources import article_uri, canonical_uri, knowledge_base_uri, parse_uri
+from kbes.tools.grants import Grants, admit
 
 logger = logging.getLogger(__name__)
 
@@ -145,7 +147,7 @@ class LogTail:
                 continue
             while True:
                 self.queries += 1
-                events, page_head = _feed_page(self.store, UUID(kb), cursor, PAGE)
+                events, page_head = self.store.feed_page(UUID(kb), cursor, PAGE)
                 for event in events:
                     uris[article_uri(kb, event.article_id)] = None
                     uris[knowledge_base_uri(kb)] = None
@@ -160,14 +162,6 @@ class LogTail:
         return await anyio.to_thread.run_sync(
             functools.partial(function, *args), limiter=self.limiter
         )
-
-
-def _feed_page(
-    store: KnowledgeBaseStore, kb: UUID, after: int, limit: int
-) -> tuple[list[Any], int]:
-    """The agreed feed interface (`feed_page`) where the store has it, else its older name."""
-    page = getattr(store, "feed_page", None) or store._feed_page
-    return page(kb, after, limit)  # type: ignore[no-any-return]
 
 
 class Listen:
@@ -205,7 +199,9 @@ def granted_routes(requested: Iterable[str], grants: Grants) -> dict[str, list[s
         canonical = canonical_uri(uri)
         if canonical is None:
             continue
-        if grants is not None and knowledge_base_of(canonical) not in grants:
+        try:
+            admit(knowledge_base_of(canonical), grants)  # the tools' one grant check
+        except NotFound:
             continue
         routes.setdefault(canonical, []).append(uri)
     return routes

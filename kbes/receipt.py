@@ -3,12 +3,15 @@ the key, so two processes replaying one key collide on the same aggregate and on
 
 from __future__ import annotations
 
+import hashlib
 from datetime import datetime
 from uuid import NAMESPACE_URL, UUID, uuid5
 
+import msgspec
 from eventsourcing.domain import Aggregate
 
-from kbes.article import copy_aggregate
+from kbes.aggregate import copy_aggregate
+from kbes.clock import format_timestamp
 
 RECEIPT_NAMESPACE = uuid5(NAMESPACE_URL, "https://kbes.invalid/edit-receipt")
 
@@ -70,3 +73,13 @@ class EditReceipt(Aggregate):
 
 def receipt_id(knowledge_base_id: UUID, idempotency_key: str) -> UUID:
     return uuid5(RECEIPT_NAMESPACE, f"{knowledge_base_id.hex}:{idempotency_key}")
+
+
+def edit_fingerprint(
+    article_id: UUID, content: str, title: str | None, expected_version: datetime
+) -> str:
+    """What makes two edits "the same request" for an idempotency key."""
+    material = msgspec.json.encode(
+        [str(article_id), content, title, format_timestamp(expected_version)]
+    )
+    return hashlib.sha256(material).hexdigest()

@@ -11,24 +11,25 @@ import threading
 from collections import deque
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
-from typing import Any
+from typing import Any, Protocol
 from uuid import UUID
 
 from eventsourcing.persistence import (
     ConnectionPoolClosedError,
-    InterfaceError,
-    Notification,
+    PersistenceError,
     StoredEvent,
 )
 from eventsourcing.sqlite import (
-    SQLITE3_DEFAULT_LOCK_TIMEOUT,
     SQLiteApplicationRecorder,
     SQLiteConnection,
-    SQLiteConnectionPool,
     SQLiteCursor,
     SQLiteDatastore,
     SQLiteFactory,
 )
+
+from kbes.errors import Unavailable
+from kbes.feed import StoredRow
+from kbes.internals import StatementCachedPool, new_connection, replace_pool
 
 FEED_KWARG = "kb_feed"
 """`app.save(..., kb_feed=[kb_hex | None, ...])`: one entry per stored event, None if hidden."""
@@ -38,65 +39,69 @@ SYNCHRONOUS_ENV = "KBES_SQLITE_SYNCHRONOUS"
 MAX_READERS = 8
 """Reader connections a datastore keeps beside its pool (each may cache up to 64 MiB)."""
 
-STATEMENT_CACHE_SIZE = 256
-"""Prepared statements kept per connection: more than kbes ever uses, so none is re-prepared."""
+
+class ViewsHome(Protocol):
+    """A kbes infrastructure factory: where this process keeps its views (SQLite's own file,
+    or a local file beside a PostgreSQL log: kbes.postgres)."""
+
+    @property
+    def views_datastore(self) -> KbesSQLiteDatastore: ...
 
 
-class KbesConnectionPool(SQLiteConnectionPool):
-    """eventsourcing's pool, with the pragmas a WAL event store wants on every connection."""
+class KbesConnectionPool(StatementCachedPool):
+    """eventsourcing's pool, with a statement cache per connection (kbes.internals) and the
+    pragmas a WAL event store wants on every connection."""
 
     synchronous = "FULL"
 
-    def _create_connection(self) -> SQLiteConnection:
-        # eventsourcing opens connections with `cached_statements=True`, a statement cache of
-        # ONE: any two statements used in turn are re-prepared on every execute (catch-up runs
-        # four per event). A real cache prepares each statement once per connection (two
-        # statements in turn: 57 -> 24 us; catch-up 6,000 -> 7,700 events/s). The rest is
-        # eventsourcing's own connection set-up.
-        try:
-            raw = sqlite3.connect(
-                database=self.db_name,
-                uri=True,
-                check_same_thread=False,
-                isolation_level=None,  # autocommit: transactions are begun explicitly
-                cached_statements=STATEMENT_CACHE_SIZE,
-                timeout=self.lock_timeout or SQLITE3_DEFAULT_LOCK_TIMEOUT,
+    def connection_pragmas(self) -> Sequence[str]:
+        return (
+            # FULL: an acknowledged write survives power loss (the product default). NORMAL or
+            # OFF are opt-in for throwaway databases such as the simulations'.
+            f"PRAGMA synchronous={self.synchronous}",
+            # Sorting and temporary b-trees in memory, not in temp files.
+            "PRAGMA temp_store=MEMORY",
+            # A 64 MiB page cache per connection: the search index and views stay hot.
+            "PRAGMA cache_size=-65536",
+        )
+
+
+CANNOT_WRITE = {
+    "SQLITE_FULL": "the disk is full",
+    "SQLITE_READONLY": "the database is read-only",
+    "SQLITE_IOERR": "the disk refused a write",
+}
+"""SQLite's result codes (extended ones start with these) for a store that cannot write now."""
+
+
+def cannot_write(error: BaseException) -> Unavailable | None:
+    """`unavailable` for an error of a disk that cannot take a write; None for any other (a
+    conflict, a lock, a bug), which stays what it is. eventsourcing wraps sqlite3's error, so
+    the cause is read too."""
+    for e in (error, error.__cause__, error.__context__):
+        name = getattr(e, "sqlite_errorname", None) or ""
+        why = next((text for code, text in CANNOT_WRITE.items() if name.startswith(code)), None)
+        if why is not None:
+            return Unavailable(
+                f"the store cannot write now: {why} (SQLite: {e}); nothing was written, retry later"
             )
-        except (sqlite3.Error, TypeError) as e:
-            raise InterfaceError(e) from e
-        if not self.is_sqlite_memory_mode and not self.is_journal_mode_wal:
-            # WAL: readers never block the writer nor each other; a commit appends to the log.
-            if raw.execute("PRAGMA journal_mode").fetchone()[0].lower() != "wal":
-                raw.execute("PRAGMA journal_mode=WAL")
-                self.journal_mode_was_changed_to_wal = True
-            self.is_journal_mode_wal = True
-        raw.row_factory = sqlite3.Row
-        connection = SQLiteConnection(sqlite_conn=raw, max_age=self.max_age)
-        # FULL: an acknowledged write survives power loss (the product default). NORMAL or
-        # OFF are opt-in for throwaway databases such as the simulations'.
-        raw.execute(f"PRAGMA synchronous={self.synchronous}")
-        # Sorting and temporary b-trees in memory, not in temp files.
-        raw.execute("PRAGMA temp_store=MEMORY")
-        # 64 MiB page cache per connection: the search index and views stay hot.
-        raw.execute("PRAGMA cache_size=-65536")
-        return connection
+    return None
 
 
 class KbesSQLiteDatastore(SQLiteDatastore):
     def __init__(self, db_name: str, *, synchronous: str = "FULL", **kwargs: Any) -> None:
         super().__init__(db_name, **kwargs)
-        pool = self.pool
-        self.pool = KbesConnectionPool(
+        pool = KbesConnectionPool(
             db_name=db_name,
-            lock_timeout=pool.lock_timeout,
-            pool_size=pool.pool_size,
-            max_overflow=pool.max_overflow,
-            pool_timeout=pool.pool_timeout,
-            max_age=pool.max_age,
-            pre_ping=pool.pre_ping,
+            lock_timeout=self.pool.lock_timeout,
+            pool_size=self.pool.pool_size,
+            max_overflow=self.pool.max_overflow,
+            pool_timeout=self.pool.pool_timeout,
+            max_age=self.pool.max_age,
+            pre_ping=self.pool.pre_ping,
         )
-        self.pool.synchronous = synchronous
-        pool.close()
+        pool.synchronous = synchronous
+        replace_pool(self, pool)
         self._idle_readers: deque[SQLiteConnection] = deque()
         self._readers: list[SQLiteConnection] = []
         self._readers_lock = threading.Lock()
@@ -105,9 +110,24 @@ class KbesSQLiteDatastore(SQLiteDatastore):
 
     @contextmanager
     def get_connection(self, *, commit: bool) -> Iterator[SQLiteConnection]:
+        """Every use of a connection but a reader's passes here (eventsourcing's `transaction`
+        takes its connection from here, and the views write on one), so a disk that cannot
+        take a write is told apart here, once, as `unavailable` (see `cannot_write`)."""
+        try:
+            with self._connection(commit=commit) as connection:
+                yield connection
+        except (sqlite3.Error, PersistenceError) as e:
+            failure = cannot_write(e)
+            if failure is None:
+                raise
+            raise failure from e
+
+    @contextmanager
+    def _connection(self, *, commit: bool) -> Iterator[SQLiteConnection]:
         """Writes to a file database take this datastore's one writer connection under a
         plain lock: what the pool's writer interlock guarantees (one writer at a time in the
-        process), for ~10 us less per edit. Reads and in-memory databases use the pool."""
+        process), at less cost per edit (bench row 1). Reads and in-memory databases use the
+        pool."""
         if not commit or self.pool.is_sqlite_memory_mode:
             with super().get_connection(commit=commit) as connection:
                 yield connection
@@ -116,15 +136,14 @@ class KbesSQLiteDatastore(SQLiteDatastore):
             if self._writer is None or self._writer.closed:
                 if self.pool.closed:
                     raise ConnectionPoolClosedError("the datastore is closed")
-                self._writer = self.pool._create_connection()
+                self._writer = new_connection(self.pool)
             yield self._writer
 
     @contextmanager
     def transaction(self, *, commit: bool) -> Iterator[SQLiteCursor]:
-        """Reads of a file database run on connections of their own, outside the pool. The
-        pool's reader/writer interlock costs ~30 us a transaction (a tool call's caught-up
-        check: 52 -> 14 us) and buys a WAL file nothing: readers never block the writer.
-        Writes, and every use of an in-memory database, go through the pool as before."""
+        """Reads of a file database run on connections of their own, outside the pool: the
+        pool's reader/writer interlock buys a WAL file nothing, since readers never block the
+        writer. Writes, and every use of an in-memory database, go through the pool."""
         if commit or self.pool.is_sqlite_memory_mode:
             with super().transaction(commit=commit) as cursor:
                 yield cursor
@@ -146,7 +165,7 @@ class KbesSQLiteDatastore(SQLiteDatastore):
         """One SELECT, without BEGIN/ROLLBACK (a lone statement is its own snapshot). It runs
         on the writer connection when no write holds it: in WAL mode a commit by another
         connection empties a connection's page cache, so right after an edit the writer's
-        cache is the warm one (a fast-forward read: 18 -> 10 us). Otherwise on a reader
+        cache is the warm one (an edit's fast-forward read). Otherwise on a reader
         connection. Rows are plain tuples, or sqlite3.Row if `named`. None where reads go
         through the pool (in-memory databases, all readers busy): the caller uses a
         transaction instead."""
@@ -176,7 +195,7 @@ class KbesSQLiteDatastore(SQLiteDatastore):
         with self._readers_lock:
             if len(self._readers) >= MAX_READERS or self.pool.closed:
                 return None
-            connection = self.pool._create_connection()
+            connection = new_connection(self.pool)
             self._readers.append(connection)
             return connection
 
@@ -199,13 +218,14 @@ class KbesSQLiteDatastore(SQLiteDatastore):
 def _fetch(
     connection: SQLiteConnection, statement: str, params: Sequence[Any], named: bool
 ) -> list[Any]:
-    cursor = connection._sqlite_conn.cursor()
+    cursor = connection.cursor().sqlite_cursor
     cursor.row_factory = sqlite3.Row if named else None
     return cursor.execute(statement, params).fetchall()
 
 
 class FeedApplicationRecorder(SQLiteApplicationRecorder):
-    """Application recorder that also writes the per-knowledge-base feed index."""
+    """Application recorder that also writes the per-knowledge-base feed index, and reads the
+    log as kbes.feed.FeedReader says."""
 
     def construct_create_table_statements(self) -> list[str]:
         return [
@@ -276,12 +296,8 @@ class FeedApplicationRecorder(SQLiteApplicationRecorder):
             "WHERE originator_id = ? AND originator_version > ? ORDER BY originator_version"
         )
 
-    def select_notification_rows(
-        self, start: int, limit: int, stop: int
-    ) -> list[tuple[int, str, int, str, bytes]]:
-        """`(id, originator id as canonical UUID text, version, topic, state)` of up to `limit`
-        notifications from `start` to `stop`: the log as the views fold it, without building a
-        Notification (and a UUID) per event."""
+    def select_notification_rows(self, start: int, limit: int, stop: int) -> list[StoredRow]:
+        """The log as the views fold it (kbes.feed.FeedReader)."""
         with self.datastore.transaction(commit=False) as c:
             c.sqlite_cursor.row_factory = None  # plain tuples
             c.execute(
@@ -299,9 +315,9 @@ class FeedApplicationRecorder(SQLiteApplicationRecorder):
 
     def select_feed_rows(
         self, knowledge_base_hex: str, after: int, limit: int
-    ) -> tuple[list[tuple[int, str, int, str, bytes]], int]:
-        """`select_feed` as plain `(id, article id as canonical UUID text, version, topic, state)`
-        tuples, without a Notification and a UUID per event (a page of 100: ~0.3 ms less)."""
+    ) -> tuple[list[StoredRow], int]:
+        """One page of a knowledge base's feed and the log's head, in one read transaction
+        (kbes.feed.FeedReader)."""
         with self.datastore.transaction(commit=False) as c:
             c.execute(
                 "SELECT e.rowid, e.originator_id, e.originator_version, e.topic, e.state "
@@ -315,29 +331,16 @@ class FeedApplicationRecorder(SQLiteApplicationRecorder):
             head = c.fetchone()[0] or 0
         return [(row[0], _canonical(row[1]), row[2], row[3], row[4]) for row in rows], head
 
-    def select_feed(
-        self, knowledge_base_hex: str, after: int, limit: int
-    ) -> tuple[list[Notification], int]:
-        """One consistent read: up to `limit` visible notifications of one knowledge base after
-        `after`, and the head of the whole log at that moment."""
-        rows, head = self.select_feed_rows(knowledge_base_hex, after, limit)
-        notifications = [
-            Notification(
-                id=nid,
-                originator_id=UUID(article_id),
-                originator_version=version,
-                topic=topic,
-                state=state,
-            )
-            for nid, article_id, version, topic, state in rows
-        ]
-        return notifications, head
-
 
 class KbesSQLiteFactory(SQLiteFactory):
     """SQLiteFactory that builds our datastore and application recorder."""
 
     application_recorder_class = FeedApplicationRecorder
+
+    @property
+    def views_datastore(self) -> KbesSQLiteDatastore:
+        """The views live in the log's own file, beside the events they are folded from."""
+        return self.datastore  # type: ignore[return-value]
 
     def __init__(self, env: Any) -> None:
         super().__init__(env)

@@ -19,8 +19,9 @@ import msgspec
 from mcp.server.context import ServerRequestContext
 from mcp.shared.exceptions import MCPError
 
-from kbes.application import Grants, KnowledgeBaseStore
-from kbes.errors import Gone, KbesError
+from kbes.application import KnowledgeBaseStore
+from kbes.errors import Gone, InternalError, KbesError, Unavailable
+from kbes.push import DEFAULT_INTERVAL, LegacySubscriptions, Listen, LogTail, tail_lifespan
 from kbes.resources import (
     MIME_TYPE,
     TEMPLATES,
@@ -29,7 +30,8 @@ from kbes.resources import (
     read_resource,
     version_uri,
 )
-from kbes.wire import ArticleResult, Citation, SearchResult
+from kbes.tools.grants import Grants
+from kbes.tools.wire import ArticleResult, Citation, SearchResult
 
 logger = logging.getLogger(__name__)
 
@@ -140,7 +142,12 @@ def read_result(found: ResourceText) -> types.ReadResourceResult:
 
 def resource_error(uri: str, error: KbesError) -> MCPError:
     """A refused read as a protocol error whose data is the tools' error JSON and the URI."""
-    code = RESOURCE_GONE if isinstance(error, Gone) else types.INVALID_PARAMS
+    if isinstance(error, Gone):
+        code = RESOURCE_GONE
+    elif isinstance(error, Unavailable | InternalError):
+        code = types.INTERNAL_ERROR  # the store, not the URI: the same read may work later
+    else:
+        code = types.INVALID_PARAMS
     return MCPError(code=code, message=error.message, data={**error.to_dict(), "uri": uri})
 
 
@@ -175,3 +182,27 @@ def with_links(result: types.CallToolResult, tool_result: msgspec.Struct) -> typ
     if links:
         result.content.extend(links)
     return result
+
+
+def resource_handlers(
+    store: KnowledgeBaseStore,
+    grants: Callable[[], Grants],
+    limiter: anyio.CapacityLimiter,
+    *,
+    push_interval: float = DEFAULT_INTERVAL,
+) -> tuple[LogTail, dict[str, Any]]:
+    """The log tail and the lowlevel `Server` keyword arguments serving resources and push:
+    reads under the caller's grants on the tools' thread pool, and a tail on its own thread
+    ringing listeners (and handshake-era subscribers) on change."""
+    reads = ResourceHandlers(store, grants, limiter)
+    tail = LogTail(store, interval=push_interval, limiter=anyio.CapacityLimiter(1))
+    legacy = LegacySubscriptions(tail, grants)
+    return tail, {
+        "lifespan": tail_lifespan(tail),
+        "on_list_resources": reads.list_resources,
+        "on_list_resource_templates": reads.list_templates,
+        "on_read_resource": reads.read,
+        "on_subscriptions_listen": Listen(tail, grants),
+        "on_subscribe_resource": legacy.subscribe,
+        "on_unsubscribe_resource": legacy.unsubscribe,
+    }

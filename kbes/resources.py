@@ -12,14 +12,18 @@ from __future__ import annotations
 import contextlib
 from dataclasses import dataclass
 from typing import Any
+from uuid import UUID
 
 from mcp.shared.uri_template import UriTemplate
 
-from kbes.application import Grants, KnowledgeBaseStore
-from kbes.errors import Gone, InvalidArgument, NotFound
+from kbes.application import KnowledgeBaseStore
+from kbes.errors import Gone, InvalidArgument, KnowledgeBaseNotFound, NotFound
 from kbes.history import History
 from kbes.ids import canonical_id
-from kbes.wire import Citation, PollRequest, ReadRequest
+from kbes.tools.grants import Grants, admit
+from kbes.tools.messages import no_knowledge_base
+from kbes.tools.read import read
+from kbes.tools.wire import Citation, ReadRequest
 
 MIME_TYPE = "text/markdown"
 
@@ -158,29 +162,30 @@ def read_resource(store: KnowledgeBaseStore, uri: str, grants: Grants = None) ->
     """The resource at `uri` as the caller with `grants` may see it. Raises the tools' errors:
     `not_found` (in the tools' very words for an unknown, ungranted, draft or foreign id),
     `gone` with `unpublished_at` for a current URI of an unpublished article, and
-    `invalid_argument` for a URI that is not a kbes one."""
+    `invalid_argument` for a URI that is not a kbes one. The grant check is the tools' one
+    (`admit`), and an article is read by the read tool's own answer."""
     address = parse_uri(uri)
+    kb = admit(address.knowledge_base_id, grants)
     if address.article_id is None:
-        return _read_knowledge_base(store, uri, address.knowledge_base_id, grants)
+        return _read_knowledge_base(store, uri, address.knowledge_base_id, kb)
     request = ReadRequest(
         knowledge_base_id=address.knowledge_base_id, article_id=address.article_id
     )
     if address.updated_at is None:
-        current = store.read(request, grants)
+        current = read(store, request, kb)
         return _article_text(uri, current.title, current.content, current.citation, pinned=False)
-    return _read_version(store, uri, request, address.updated_at, grants)
+    return _read_version(store, uri, request, kb, address.updated_at)
 
 
 def _read_version(
-    store: KnowledgeBaseStore, uri: str, request: ReadRequest, updated_at: str, grants: Grants
+    store: KnowledgeBaseStore, uri: str, request: ReadRequest, kb: UUID, updated_at: str
 ) -> ResourceText:
     # The current read decides visibility, so a pinned URI refuses exactly what the read tool
     # refuses; an unpublished article (gone) keeps every version it published.
     with contextlib.suppress(Gone):
-        store.read(request, grants)
-    kb = canonical_id(request.knowledge_base_id)
+        read(store, request, kb)
     state = History.of(store).article_at(request.article_id, updated_at)
-    if not state.published or state.knowledge_base_id != kb:
+    if not state.published or state.knowledge_base_id != str(kb):
         # A draft-era version was never visible to anyone: not a version of this resource.
         raise NotFound(
             f"article {request.article_id} has no published version at {state.updated_at}; "
@@ -220,24 +225,25 @@ def markdown(title: str, content: str) -> str:
 
 
 def _read_knowledge_base(
-    store: KnowledgeBaseStore, uri: str, knowledge_base_id: str, grants: Grants
+    store: KnowledgeBaseStore, uri: str, knowledge_base_id: str, kb: UUID
 ) -> ResourceText:
-    # The poll tool's own checks (unknown, ungranted) and, in the same read, the log's head:
-    # the cursor from which poll_resource_events misses nothing that happens after this read.
-    store.poll(
-        PollRequest(resource_type="knowledge_base", resource_id=knowledge_base_id, limit=1),
-        grants,
-    )
-    kb = str(canonical_id(knowledge_base_id))
-    head = store.recorder.max_notification_id() or 0
-    row = store.views.knowledge_base(kb)
-    name = row["name"] if row is not None else kb
+    # The poll tool's own check (unknown) and, in the same read, the log's head: the cursor
+    # from which poll_resource_events misses nothing that happens after this read.
+    try:
+        store.require_knowledge_base(kb)
+    except KnowledgeBaseNotFound:
+        raise NotFound(no_knowledge_base(knowledge_base_id)) from None
+    _, head = store.feed_page(kb, 0, 0)
+    store.catch_up()
+    kb_text = str(kb)
+    row = store.views.knowledge_base(kb_text)
+    name = row["name"] if row is not None else kb_text
     text = (
         f"# {name}\n\n"
-        f"Knowledge base {kb}. Search it with search_knowledge_base; its articles are at "
-        f"{ARTICLE_TEMPLATE.replace('{knowledge_base_id}', kb)}.\n\n"
+        f"Knowledge base {kb_text}. Search it with search_knowledge_base; its articles are at "
+        f"{ARTICLE_TEMPLATE.replace('{knowledge_base_id}', kb_text)}.\n\n"
         "To learn of every change after this read, call poll_resource_events with "
-        f"resource_type 'knowledge_base', resource_id {kb} and after_sequence {head}; "
+        f"resource_type 'knowledge_base', resource_id {kb_text} and after_sequence {head}; "
         "or, while connected, listen to this URI.\n"
     )
     return ResourceText(
@@ -245,7 +251,7 @@ def _read_knowledge_base(
         text=text,
         last_modified=None,
         pinned=False,
-        meta={"knowledge_base_id": kb, "name": name, "log_head": head},
+        meta={"knowledge_base_id": kb_text, "name": name, "log_head": head},
     )
 
 

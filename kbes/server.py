@@ -12,22 +12,16 @@ goes through the same approval as `edit_knowledge_article`.
 from __future__ import annotations
 
 import functools
-import hashlib
 import logging
-import os
 import socket
-import stat
-from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
-from pathlib import Path
-from typing import Any, Literal
+from collections.abc import Iterable, Sequence
+from typing import Any
 
 import anyio
 import anyio.to_thread
 import mcp_types as types
 import msgspec
 from mcp.server.auth.middleware.auth_context import get_access_token
-from mcp.server.auth.provider import AccessToken
 from mcp.server.auth.settings import AuthSettings
 from mcp.server.context import ServerRequestContext
 from mcp.server.lowlevel import Server
@@ -37,7 +31,8 @@ from mcp.shared.exceptions import MCPError
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 from starlette.applications import Starlette
 
-from kbes.application import Grants, KnowledgeBaseStore
+from kbes.application import KnowledgeBaseStore
+from kbes.edit_policy import EDIT_POLICIES, EditPolicy
 from kbes.errors import (
     ApprovalRequired,
     EditDeclined,
@@ -45,22 +40,14 @@ from kbes.errors import (
     InternalError,
     KbesError,
 )
-from kbes.prelude import (
-    SERVER_NAME,
-    SERVER_TITLE,
-    canonical_id,
-    describe_grants,
-    instructions_for,
-    server_version,
-)
-from kbes.push import DEFAULT_INTERVAL, LegacySubscriptions, Listen, LogTail, tail_lifespan
-from kbes.resource_mcp import ResourceHandlers, with_links
-from kbes.tools import TOOLS, Tool
+from kbes.http_auth import Tokens, TokensFileVerifier, narrow
+from kbes.identity import SERVER_NAME, SERVER_TITLE, server_version
+from kbes.push import DEFAULT_INTERVAL
+from kbes.resource_mcp import resource_handlers, with_links
+from kbes.stdio import AnsweringReadStream
+from kbes.tools import TOOLS, Grants, Tool
 
 logger = logging.getLogger(__name__)
-
-EditPolicy = Literal["ask", "allow", "deny"]
-EDIT_POLICIES: tuple[EditPolicy, ...] = ("ask", "allow", "deny")
 
 APPROVAL_KEY = "kbes_approve_write"
 """The key of the approval question inside an `InputRequiredResult` (protocol 2026-07-28)."""
@@ -72,163 +59,6 @@ APPROVAL_SCHEMA: dict[str, Any] = {"type": "object", "properties": {}}
 STORE_THREADS = 4
 """Tool calls run SQLite work in worker threads; fewer than the store's connection pool (5), so
 a burst of calls queues here instead of timing out on the pool."""
-
-
-# Tokens -----------------------------------------------------------------------------------------
-
-TOKENS_FILE_HELP = """\
-A tokens file has one bearer token per line: NAME TOKEN GRANTS, separated by spaces.
-NAME names the caller in logs (tokens are never logged). TOKEN is the secret itself (at least
-16 characters, no spaces), or sha256:HEX of it so the file holds no secret. GRANTS is '*' (every
-knowledge base the server is granted) or a comma-separated list of knowledge-base ids. Blank
-lines and lines starting with '#' are ignored."""
-
-MIN_TOKEN_LENGTH = 16
-
-
-class TokensFileError(ValueError):
-    """The tokens file cannot be used; the message names the line."""
-
-
-@dataclass(frozen=True)
-class TokenHolder:
-    """Who holds a bearer token, and which knowledge bases it may touch (None: all of the
-    server's)."""
-
-    name: str
-    grants: Grants
-
-
-@dataclass(frozen=True)
-class Tokens:
-    """Bearer tokens from a tokens file, kept as SHA-256 digests (the lookup never compares
-    secrets character by character)."""
-
-    holders: Mapping[str, TokenHolder]
-    """sha256 hex digest of the token -> its holder."""
-    secrets: frozenset[str]
-    """The plaintext tokens the file held, only so that logs can redact them."""
-
-    @classmethod
-    def load(cls, path: str | os.PathLike[str]) -> Tokens:
-        """Parse a tokens file (see `TOKENS_FILE_HELP`)."""
-        try:
-            text = Path(path).read_text(encoding="utf-8")
-        except OSError as e:
-            raise TokensFileError(f"cannot read tokens file {os.fspath(path)!r}: {e}") from e
-        holders: dict[str, TokenHolder] = {}
-        names: set[str] = set()
-        secrets: set[str] = set()
-        for number, line in enumerate(text.splitlines(), start=1):
-            line = line.strip()
-            if not line or line.startswith("#"):
-                continue
-            where = f"{os.fspath(path)}, line {number}"
-            parts = line.split()
-            if len(parts) != 3:
-                raise TokensFileError(
-                    f"{where}: expected NAME TOKEN GRANTS (3 fields, separated by spaces), "
-                    f"found {len(parts)}"
-                )
-            name, token, grants_text = parts
-            if name in names:
-                raise TokensFileError(f"{where}: the name {name!r} is used twice")
-            names.add(name)
-            if token.startswith("sha256:"):
-                digest = token.removeprefix("sha256:").lower()
-                if len(digest) != 64 or any(c not in "0123456789abcdef" for c in digest):
-                    raise TokensFileError(f"{where}: sha256: must be followed by 64 hex digits")
-            else:
-                if len(token) < MIN_TOKEN_LENGTH:
-                    raise TokensFileError(
-                        f"{where}: the token of {name!r} is shorter than {MIN_TOKEN_LENGTH} "
-                        "characters; make one with: "
-                        "python -c 'import secrets; print(secrets.token_urlsafe(32))'"
-                    )
-                digest = token_digest(token)
-                secrets.add(token)
-            if digest in holders:
-                raise TokensFileError(f"{where}: the same token is listed twice")
-            holders[digest] = TokenHolder(name=name, grants=_parse_grants(grants_text, where))
-        if not holders:
-            raise TokensFileError(f"{os.fspath(path)}: no tokens. {TOKENS_FILE_HELP}")
-        return cls(holders=holders, secrets=frozenset(secrets))
-
-    def holder(self, token: str) -> TokenHolder | None:
-        return self.holders.get(token_digest(token))
-
-
-def token_digest(token: str) -> str:
-    return hashlib.sha256(token.encode("utf-8")).hexdigest()
-
-
-def _parse_grants(text: str, where: str) -> Grants:
-    if text == "*":
-        return None
-    grants = set()
-    for item in text.split(","):
-        kb = canonical_id(item)
-        if kb is None:
-            raise TokensFileError(f"{where}: {item!r} is not a knowledge-base id (or '*')")
-        grants.add(kb)
-    return frozenset(grants)
-
-
-def readable_by_others(path: str | os.PathLike[str]) -> bool:
-    """Whether users other than the owner may read the file (a secret should not be)."""
-    try:
-        return bool(os.stat(path).st_mode & (stat.S_IRWXG | stat.S_IRWXO))
-    except OSError:
-        return False
-
-
-class _TokenVerifier:
-    """The SDK's `TokenVerifier` over a tokens file: the access token names the holder, never
-    carries the secret."""
-
-    def __init__(self, tokens: Tokens) -> None:
-        self._tokens = tokens
-
-    async def verify_token(self, token: str) -> AccessToken | None:
-        holder = self._tokens.holder(token)
-        if holder is None:
-            return None
-        return AccessToken(token=f"<token of {holder.name}>", client_id=holder.name, scopes=[])
-
-
-class RedactTokens(logging.Filter):
-    """Replace every known token in a log record with `[token]`, whichever library logged it."""
-
-    def __init__(self, secrets: Iterable[str]) -> None:
-        super().__init__()
-        self._secrets = tuple(s for s in secrets if s)
-
-    def filter(self, record: logging.LogRecord) -> bool:
-        if not self._secrets:
-            return True
-        message = record.getMessage()
-        redacted = message
-        for secret in self._secrets:
-            redacted = redacted.replace(secret, "[token]")
-        if redacted != message:
-            record.msg, record.args = redacted, None
-        return True
-
-
-# Grants ---------------------------------------------------------------------------------------
-
-
-def narrow(server: Grants, token: Grants) -> Grants:
-    """What a caller may touch: the token's grants within the server's."""
-    if token is None:
-        return server
-    if server is None:
-        return token
-    return token & server
-
-
-def _granted(knowledge_base_id: object, grants: Grants) -> bool:
-    return grants is None or canonical_id(knowledge_base_id) in grants
 
 
 # The server ------------------------------------------------------------------------------------
@@ -267,25 +97,18 @@ class KbesMCP:
         self._holders = {} if tokens is None else {h.name: h for h in tokens.holders.values()}
         self._listing = [mcp_tool(tool) for tool in self.tools.values()]
         self._limiter = anyio.CapacityLimiter(STORE_THREADS)
-        # Resources and push (issue 14): articles as resources read under the caller's grants,
-        # and a log tail (its own thread, beside the tools' pool) ringing listeners on change.
-        self.resources = ResourceHandlers(store, self._caller_grants, self._limiter)
-        self.tail = LogTail(store, interval=push_interval, limiter=anyio.CapacityLimiter(1))
-        legacy = LegacySubscriptions(self.tail, self._caller_grants)  # 2025-era clients
+        # Articles as resources under the caller's grants, and push on change (issue 14).
+        self.tail, resources = resource_handlers(
+            store, self._caller_grants, self._limiter, push_interval=push_interval
+        )
         self.server: Server[Any] = Server(
             name,
             version=server_version(),
             title=SERVER_TITLE,
             instructions=instructions,
-            lifespan=tail_lifespan(self.tail),
             on_list_tools=self._list_tools,
             on_call_tool=self._call_tool,
-            on_list_resources=self.resources.list_resources,
-            on_list_resource_templates=self.resources.list_templates,
-            on_read_resource=self.resources.read,
-            on_subscriptions_listen=Listen(self.tail, self._caller_grants),
-            on_subscribe_resource=legacy.subscribe,
-            on_unsubscribe_resource=legacy.unsubscribe,
+            **resources,
         )
         # Protocol 2026-07-28 asks for approval inside the call's result and resumes with the
         # answer; the boundary seals our requestState and binds it to this very call.
@@ -335,17 +158,18 @@ class KbesMCP:
     ) -> types.CallToolResult | types.InputRequiredResult:
         try:
             request = tool.parse(params.arguments)
+            # The one grant check, before the user is asked: an ungranted knowledge base is
+            # `not_found` without bothering them, exactly as a random id is.
+            kb = tool.admit(request, grants)
         except KbesError as e:
             return error_result(e)
-        if writes(tool) and _granted(getattr(request, "knowledge_base_id", None), grants):
-            # An ungranted knowledge base is `not_found` without bothering the user, exactly
-            # as a random id is; only a write that could happen is put to the user.
+        if writes(tool):
             refusal = await self._approve(ctx, params, tool, request)
             if refusal is not None:
                 return refusal
         try:
             result = await anyio.to_thread.run_sync(
-                functools.partial(tool.run, self.store, request, grants), limiter=self._limiter
+                functools.partial(tool.answer, self.store, request, kb), limiter=self._limiter
             )
         except KbesError as e:
             return error_result(e)
@@ -430,12 +254,14 @@ class KbesMCP:
 
     # Transports -------------------------------------------------------------------------------
 
-    async def run_stdio(self, stdin: Any = None, stdout: Any = None) -> None:
-        """Serve one client on this process's stdin/stdout until it closes them, or on the
-        given text streams (`kbes.prelude.Handover.streams`, after the stdio prelude)."""
-        async with stdio_server(stdin, stdout) as (read_stream, write_stream):
+    async def run_stdio(self) -> None:
+        """Serve one client on this process's stdin/stdout until it closes them."""
+        async with stdio_server() as (read_stream, write_stream):
+            # The SDK drops lines it cannot parse; kbes.stdio answers each (see there).
             await self.server.run(
-                read_stream, write_stream, self.server.create_initialization_options()
+                AnsweringReadStream(read_stream, write_stream),
+                write_stream,
+                self.server.create_initialization_options(),
             )
 
     def http_app(self, host: str = "127.0.0.1", port: int = 0) -> Starlette:
@@ -449,7 +275,7 @@ class KbesMCP:
             resource_server_url=None,
         )
         return self.server.streamable_http_app(
-            host=host, auth=auth, token_verifier=_TokenVerifier(self.tokens)
+            host=host, auth=auth, token_verifier=TokensFileVerifier(self.tokens)
         )
 
     async def serve_http(self, sock: socket.socket, *, log_level: str = "warning") -> None:
@@ -557,20 +383,10 @@ def bind(host: str, port: int) -> socket.socket:
 
 
 __all__ = [
+    "APPROVAL_KEY",
     "EDIT_POLICIES",
-    "TOKENS_FILE_HELP",
-    "ApprovalRequired",
-    "EditDeclined",
     "EditPolicy",
-    "EditsDisabled",
     "KbesMCP",
-    "RedactTokens",
-    "Tokens",
-    "TokensFileError",
     "bind",
-    "canonical_id",
-    "describe_grants",
-    "instructions_for",
-    "narrow",
-    "readable_by_others",
+    "url_host",
 ]

@@ -5,10 +5,6 @@ from __future__ import annotations
 import re
 from urllib.parse import urlsplit
 
-POSTGRES_EXTRA = "pip install '.[postgres]' in kbes's source folder"
-"""How to get psycopg 3 and its pool for a postgresql:// --db, kbes being installed from its
-source (it is not on a package index)."""
-
 MISTYPED_URL = re.compile(r"(?i)(postgres(?:ql)?(?://|:(?!//))/*)([^:@/]*:)?(.*)@")
 """`postgresql//user:pass@host/db` or `postgres:/...@...`: a URL missing its `:` or a `/`
 (with an `@`, so not a file path); groups: the scheme part, `user:`, the password."""

@@ -1,5 +1,5 @@
-"""Current article state and version history, folded from the log (`apply_batch` for a batch of
-events, as catch-up and rebuild do; `apply` for one event).
+"""Current article state and version history, folded from the log: `Views.catch_up`
+(projections/views.py) feeds every batch of events, live or in a replay, through one `Batch`.
 
 `status` is `draft` (never published), `published`, or `unpublished`. Only published rows are
 in the search index; the index shares the article row's `seq` as its rowid."""
@@ -11,7 +11,7 @@ from operator import itemgetter
 from typing import Any
 
 from kbes.article import EVENT_TYPES, Article
-from kbes.clock import format_timestamp, timestamp_text
+from kbes.clock import timestamp_text
 from kbes.knowledge_base import KnowledgeBase
 from kbes.projections import search
 
@@ -45,7 +45,7 @@ TABLES = ("view_knowledge_bases", "view_articles", "view_article_versions", "sea
 
 REPLAY_INDEXES = ("view_article_versions_by_time",)
 """Secondary indexes a replay drops and builds once at the end: one sorted build instead of a
-random insert per event (1,000,000 events: ~15% of the replay)."""
+random insert per event."""
 
 
 ROW = "seq, article_id, knowledge_base_id, title, content, status, version, updated_at, created_at"
@@ -58,22 +58,15 @@ object with the event's attributes (the domain event, or the mapper's decoded fi
 notification id."""
 
 
-def items_of(events: Sequence[tuple[Any, int]]) -> list[Item]:
-    """`(domain event, notification id)` pairs as items to fold."""
-    return [
-        (type(event), str(event.originator_id), event.originator_version, event, nid)
-        for event, nid in events
-    ]
-
-
 class Batch:
     """Events folded into the views' rows in memory, then written at once: each article's row
     is read once (in bulk), folded, and written once, and its search entry changed once, from
     its state before the batch to its state after. Every article event still gets its version
-    row. The result is the same as `apply` on each event in turn.
+    row. The result is the same as folding each event on its own, in log order.
 
     A batch may be fed several chunks of events before it is written (a replay of a long log
-    writes ~100,000 events at a time: each B-tree page is then rewritten once for many rows)."""
+    writes many thousands of events at a time: each B-tree page is then rewritten once for many
+    rows)."""
 
     def __init__(self) -> None:
         self.versions: list[tuple[Any, ...]] = []
@@ -195,7 +188,7 @@ class Batch:
         if not index_search:
             return
         # In rowid order: FTS5 flushes its pending terms to a new segment whenever a rowid is
-        # not above the last one written, so random order costs ~5x (330 vs 67 us an update).
+        # not above the last one written, so updates in random order each write a segment.
         for row in sorted((r for r in rows.values() if r), key=lambda row: row[SEQ]):
             old = self.before.get(row[ARTICLE_ID])
             new = (row[TITLE], row[CONTENT]) if row[STATUS] == "published" else None
@@ -207,73 +200,3 @@ class Batch:
                 search.unindex(c, row[SEQ])
             else:
                 search.reindex(c, row[SEQ], row[TITLE], row[CONTENT])
-
-
-def apply_batch(c: Any, items: Sequence[tuple[Any, int]], *, index_search: bool = True) -> None:
-    """Fold `(domain event, notification id)` pairs into the views in one `Batch`."""
-    batch = Batch()
-    batch.add(c, items_of(items))
-    batch.write(c, index_search=index_search)
-
-
-def apply(c: Any, event: Any, notification_id: int) -> None:
-    """Fold one domain event into the views (inside the caller's transaction)."""
-    if isinstance(event, Article.Event):
-        _apply_article_event(c, event, notification_id)
-    elif isinstance(event, KnowledgeBase.Created):
-        c.execute(
-            "INSERT INTO view_knowledge_bases VALUES (?, ?, ?)",
-            (str(event.originator_id), event.name, format_timestamp(event.timestamp)),
-        )
-
-
-def _apply_article_event(c: Any, event: Any, notification_id: int) -> None:
-    article_id = str(event.originator_id)
-    updated_at = format_timestamp(event.timestamp)
-    c.execute(
-        "INSERT INTO view_article_versions VALUES (?, ?, ?, ?, ?)",
-        (
-            article_id,
-            event.originator_version,
-            updated_at,
-            EVENT_TYPES[type(event)],
-            notification_id,
-        ),
-    )
-    if isinstance(event, Article.Drafted):
-        c.execute(
-            "INSERT INTO view_articles (article_id, knowledge_base_id, title, content, status, "
-            "version, updated_at, created_at) VALUES (?, ?, ?, ?, 'draft', ?, ?, ?)",
-            (
-                article_id,
-                str(event.knowledge_base_id),
-                event.title,
-                event.content,
-                event.originator_version,
-                updated_at,
-                updated_at,
-            ),
-        )
-        return
-    c.execute(
-        "SELECT seq, title, content, status FROM view_articles WHERE article_id = ?",
-        (article_id,),
-    )
-    seq, title, content, status = c.fetchone()
-    if isinstance(event, Article.Published):
-        status = "published"
-        search.index(c, seq, title, content)
-    elif isinstance(event, Article.Unpublished):
-        status = "unpublished"
-        search.unindex(c, seq)
-    else:
-        content = event.content
-        if isinstance(event, Article.Retitled):
-            title = event.title
-        if status == "published":
-            search.reindex(c, seq, title, content)
-    c.execute(
-        "UPDATE view_articles SET title = ?, content = ?, status = ?, version = ?, "
-        "updated_at = ? WHERE seq = ?",
-        (title, content, status, event.originator_version, updated_at, seq),
-    )

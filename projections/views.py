@@ -10,21 +10,23 @@ from __future__ import annotations
 import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from typing import Any
+from typing import Any, cast
 from uuid import UUID
 
-from eventsourcing.persistence import ApplicationRecorder, Mapper, Notification, Tracking
+from eventsourcing.persistence import Notification, Tracking
 from eventsourcing.sqlite import SQLiteCursor, SQLiteDatastore, SQLiteTrackingRecorder
 
+from kbes.feed import EventDecoder, FeedReader, LoneSelect
+from kbes.internals import insert_tracking, max_tracking_id
 from kbes.projections import articles, search
 
 BATCH_SIZE = 500
 REPLAY_CHUNK = 5000
 REPLAY_EVENTS = 200_000
 REPLAY_BYTES = 64 * 1024 * 1024
-"""A replay (rebuild) reads the log in chunks and writes one transaction per ~200,000 events
-or ~64 MB of folded rows: each B-tree page is then rewritten once for many rows rather than
-once or more per chunk (1,000,000 events: ~20,000 -> ~29,000 events/s), in bounded memory."""
+"""A replay (rebuild) reads the log in chunks and writes one transaction per REPLAY_EVENTS events
+or REPLAY_BYTES of folded rows: each B-tree page is then rewritten once for many rows rather
+than once or more per chunk, in bounded memory (kbes bench row 6)."""
 SEARCH_SUFFIX = ".search"
 """Tracking row of the search index: the position it reflects, -1 after a drop (rebuilt whole
 at the end of the replay), absent in a database older than it (follows the views)."""
@@ -34,7 +36,9 @@ class Views(SQLiteTrackingRecorder):
     """Article state, version history and the search index, with their tracking position."""
 
     def __init__(self, datastore: SQLiteDatastore, application_name: str) -> None:
+        """`datastore` also runs lone SELECTs (kbes.feed.LoneSelect): kbes.recorder's."""
         super().__init__(datastore)
+        self._select = cast(LoneSelect, datastore)
         self.application_name = application_name
         self._lock = threading.Lock()
         self.position = 0
@@ -72,8 +76,8 @@ class Views(SQLiteTrackingRecorder):
 
     def catch_up(
         self,
-        recorder: ApplicationRecorder,
-        mapper: Mapper,
+        recorder: FeedReader,
+        mapper: EventDecoder,
         *,
         head: int | None = None,
         progress: Callable[[int], None] | None = None,
@@ -87,7 +91,7 @@ class Views(SQLiteTrackingRecorder):
         with self._lock:
             while self.position < head:
                 with self.write() as c:
-                    start = (self._max_tracking_id(self.application_name, c) or 0) + 1
+                    start = (max_tracking_id(self, c, self.application_name) or 0) + 1
                     if start > head:
                         self.position = start - 1
                         break
@@ -119,7 +123,7 @@ class Views(SQLiteTrackingRecorder):
                     if last is None:
                         break
                     batch.write(c, index_search=follow)
-                    self._insert_tracking(c, Tracking(self.application_name, last))
+                    insert_tracking(self, c, Tracking(self.application_name, last))
                     if follow:
                         self._set_search_position(c, last)
                 if progress is not None:
@@ -139,20 +143,21 @@ class Views(SQLiteTrackingRecorder):
 
     def _finish_replay(self) -> None:
         """If a replay left the search index behind, fill it whole from the article view in one
-        transaction (the published articles, as `apply` would have left them), and build the
-        indexes the replay dropped."""
+        transaction (the published articles, as indexing batch by batch would have left them),
+        and build the indexes the replay dropped."""
         with self.read() as c:
             searched = self._search_position(c)
             if searched is None or searched == (
-                self._max_tracking_id(self.application_name, c) or 0
+                max_tracking_id(self, c, self.application_name) or 0
             ):
                 return
         with self.write() as c:
-            position = self._max_tracking_id(self.application_name, c) or 0
+            position = max_tracking_id(self, c, self.application_name) or 0
             if self._search_position(c) == position:
                 return
             # All IF NOT EXISTS: builds the dropped indexes. SQLite sorts in runs of up to
-            # cache_size: 8 MiB runs instead of 64 keep the peak of 1,000,000 rows ~60 MB lower.
+            # cache_size: smaller runs than the connection's 64 MiB cache keep the peak memory
+            # of a large rebuild down (kbes bench row 6b).
             c.execute("PRAGMA cache_size")
             cache_size = c.fetchone()[0]
             c.execute("PRAGMA cache_size=-8192")
@@ -207,10 +212,9 @@ class Views(SQLiteTrackingRecorder):
             return c.fetchall()
 
     def _query(self, statement: str, params: tuple[Any, ...]) -> list[Any] | None:
-        """A read tool's one statement without a transaction around it, where the datastore
-        offers that (kbes.recorder: a lone SELECT is its own snapshot); None otherwise."""
-        query = getattr(self.datastore, "query", None)
-        return None if query is None else query(statement, params, named=True)  # type: ignore[no-any-return]
+        """A read tool's one statement without a transaction around it (a lone SELECT is its
+        own snapshot); None where the datastore must use a transaction (kbes.recorder)."""
+        return self._select.query(statement, params, named=True)
 
     def knowledge_base(self, knowledge_base_id: str) -> Any:
         with self.read() as c:
@@ -282,24 +286,17 @@ def _recreate_search_index(c: SQLiteCursor) -> None:
 
 
 def read_items(
-    recorder: ApplicationRecorder, mapper: Mapper, start: int, limit: int, stop: int
+    recorder: FeedReader, mapper: EventDecoder, start: int, limit: int, stop: int
 ) -> tuple[list[articles.Item], int | None]:
     """Up to `limit` events of the log from `start` (to `stop`) as items to fold, and the last
-    notification id read (None at the end). Straight from the rows when the recorder and the
-    mapper offer it (no Notification or domain-event objects: ~2x faster); otherwise, and for
-    events that need upcasting, through eventsourcing's notifications and the mapper."""
-    select_rows = getattr(recorder, "select_notification_rows", None)
-    decode = getattr(mapper, "decode_fields", None)
-    if select_rows is None or decode is None:
-        notifications = recorder.select_notifications(start=start, limit=limit, stop=stop)
-        if not notifications:
-            return [], None
-        events = [(mapper.to_domain_event(n), n.id) for n in notifications]
-        return articles.items_of(events), notifications[-1].id
-    rows = select_rows(start, limit, stop)
+    notification id read (None at the end). Straight from the rows, decoding each event's
+    fields but building no Notification or domain event, except for events that need
+    upcasting or are snapshots, which go through the mapper's full path."""
+    rows = recorder.select_notification_rows(start, limit, stop)
     if not rows:
         return [], None
     items: list[articles.Item] = []
+    decode = mapper.decode_fields
     for nid, oid, version, topic, state in rows:
         decoded = decode(topic, state)
         if decoded is None:

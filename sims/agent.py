@@ -15,7 +15,7 @@ from typing import Any
 
 import msgspec
 
-from kbes import HISTORY_TOOLS, KbesError, call_tool, parse_timestamp
+from kbes import KbesError, call_tool, parse_timestamp
 from kbes.sims.day import Question
 from kbes.sims.trace import Trace
 
@@ -69,7 +69,7 @@ class Agent:
         """Call `tool`; return its result, or the `KbesError` it refused with (not raised)."""
         outcome: Any
         try:
-            outcome = _call_tool(self.store, tool, arguments)
+            outcome = call_tool(self.store, tool, arguments)
             encoded = msgspec.json.encode(outcome)
         except KbesError as error:
             outcome = error
@@ -171,17 +171,6 @@ class Agent:
                 )
             )
         return cited
-
-
-_HISTORY_TOOLS = {tool.name: tool for tool in HISTORY_TOOLS}
-
-
-def _call_tool(store: Any, name: str, arguments: dict[str, Any]) -> Any:
-    """The four tools, plus the opt-in history tools `kbes serve --history-tools` adds."""
-    tool = _HISTORY_TOOLS.get(name)
-    if tool is None:
-        return call_tool(store, name, arguments)
-    return tool.run(store, tool.parse(arguments), None)
 
 
 class SimulationError(AssertionError):

@@ -210,12 +210,13 @@ class Elicitations:
 
 def current_version(db: Path, knowledge_base_id: str, article_id: str) -> str:
     """The article's updated_at, read directly from the store (no grants)."""
-    from kbes.wire import ReadRequest
+    from kbes.tools import TOOLS
+    from kbes.tools.wire import ReadRequest
 
     store = open_store(db)
     try:
         request = ReadRequest(knowledge_base_id=knowledge_base_id, article_id=article_id)
-        return store.read(request).updated_at
+        return TOOLS["read_knowledge_article"].run(store, request, None).updated_at
     finally:
         store.close()
 

@@ -6,16 +6,19 @@ from __future__ import annotations
 import json
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import msgspec
 import pytest
 from click.testing import CliRunner
 
-from kbes import open_store
+from kbes import KnowledgeBaseStore, format_timestamp, open_store
+from kbes.article import EVENT_TYPES
 from kbes.cli import main
 from kbes.projections import views
 from kbes.sims.baseline import Baseline, BaselineError, normalise
-from kbes.wire import PollRequest, SearchRequest
+from kbes.tools import TOOLS
+from kbes.tools.wire import PollRequest, ResourceEvent, SearchRequest
 
 ROWS_WITH_BASELINE = {"1a", "1b", "1c", "3a", "3b", "3c", "4a", "4b"}
 
@@ -42,6 +45,9 @@ def test_quick_bench_prints_and_writes_every_row(tmp_path: Path) -> None:
         if key in ROWS_WITH_BASELINE or key.startswith("2-"):
             assert row["baseline"]["median"] > 0, key
             assert row["ratio"] == pytest.approx(row["kbes"]["median"] / row["baseline"]["median"])
+    # Row 7 times what an agent waits for, the first tools/call answer, and has no target.
+    assert "first tools/call answer" in rows["7"]["measurement"]
+    assert rows["7"]["target"] == "—"
     for key in ("1a", "2-read-p50-400", "3b", "6a", "7", "8"):
         assert key in result.output
     assert "ratio" in result.output and "target" in result.output
@@ -166,10 +172,16 @@ def test_replay_in_small_batches_and_after_a_crash_equals_incremental_views(
         try:
             store.catch_up()
             assert store.views.dump() == expected
-            hits = store.search(SearchRequest(knowledge_base_id=str(kb), query="word2"))
+            hits = TOOLS["search_knowledge_base"].run(
+                store, SearchRequest(knowledge_base_id=str(kb), query="word2"), None
+            )
             assert [hit.article_id for hit in hits.hits] == [str(ids[2])]
         finally:
             store.close()
+
+
+def poll(store: KnowledgeBaseStore, request: PollRequest) -> Any:
+    return TOOLS["poll_resource_events"].run(store, request, None)
 
 
 def test_poll_fast_path_answers_as_the_mapper_does(
@@ -191,20 +203,35 @@ def test_poll_fast_path_answers_as_the_mapper_does(
             store.save_article(owner, article, content="saved", title="renamed")
         store.unpublish_article(kb, ids[0])
         request = PollRequest(resource_type="knowledge_base", resource_id=str(kb), limit=4)
-        fast = [store.poll(request), store.poll(msgspec.structs.replace(request, after_sequence=3))]
+        fast = [
+            poll(store, request),
+            poll(store, msgspec.structs.replace(request, after_sequence=3)),
+        ]
         assert [e.type for e in fast[0].events][:1] == ["published"]
         monkeypatch.setattr(store.mapper, "decode_stamp", lambda topic, state: None)
         fallback = [
-            store.poll(request),
-            store.poll(msgspec.structs.replace(request, after_sequence=3)),
+            poll(store, request),
+            poll(store, msgspec.structs.replace(request, after_sequence=3)),
         ]
-        monkeypatch.setattr(store.mapper, "decode_stamp", None)
-        generic = [
-            store.poll(request),
-            store.poll(msgspec.structs.replace(request, after_sequence=3)),
+        # eventsourcing's own path: its Notification objects and the mapper's domain events.
+        with store.recorder.datastore.transaction(commit=False) as c:
+            c.execute("SELECT notification_id FROM kb_feed WHERE knowledge_base_id = ?", (kb.hex,))
+            visible = {row[0] for row in c.fetchall()}
+        feed = [
+            ResourceEvent(
+                sequence=n.id,
+                type=EVENT_TYPES[type(event)],
+                article_id=str(event.originator_id),
+                updated_at=format_timestamp(event.timestamp),
+            )
+            for n in store.recorder.select_notifications(start=1, limit=1000)
+            if n.id in visible
+            for event in [store.mapper.to_domain_event(n)]
         ]
-        assert fast == fallback == generic
-        everything = store.poll(msgspec.structs.replace(request, limit=100))
+        generic = [feed[:4], [e for e in feed if e.sequence > 3][:4]]
+        assert fast == fallback
+        assert [page.events for page in fast] == generic
+        everything = poll(store, msgspec.structs.replace(request, limit=100))
         assert {e.type for e in everything.events} == {"published", "retitled", "unpublished"}
         assert all(e.article_id in {str(a) for a in ids} for e in everything.events)
     finally:

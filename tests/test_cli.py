@@ -392,3 +392,29 @@ def test_not_found_at_the_shell_points_at_kb_list(runner: CliRunner) -> None:
         f"Error: not_found: no knowledge base {SOME_ID} is available here; "
         "`kbes kb list` shows the knowledge bases in this database\n"
     )
+
+
+def test_only_kbes_serve_loads_the_mcp_sdk(tmp_path: Path) -> None:
+    """The SDK is kbes's slowest import; `kbes --help`, `kbes serve --help` and a command that
+    works on the store must not pay for it. Run in a fresh interpreter, since this one's tests
+    may have imported it already."""
+    import subprocess
+    import sys
+
+    db = tmp_path / "kb.sqlite"
+    script = (
+        "import sys\n"
+        "from kbes.cli import main\n"
+        "create = ['kb', 'create', 'X', '--db', sys.argv[1]]\n"
+        "for args in (['--help'], ['serve', '--help'], create):\n"
+        "    try:\n"
+        "        main(args)\n"
+        "    except SystemExit as e:\n"
+        "        assert e.code == 0, (args, e.code)\n"
+        "print(sorted(m for m in sys.modules if m.split('.')[0] in ('mcp', 'mcp_types')))\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", script, str(db)], capture_output=True, text=True, timeout=120
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.splitlines()[-1] == "[]"

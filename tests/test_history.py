@@ -17,10 +17,9 @@ from kbes import KnowledgeBaseStore, SimulatedClock, open_store
 from kbes.cli import main
 from kbes.errors import Gone, InvalidArgument, InvalidVersion, NotFound
 from kbes.history import History, StoreSource, article_at, article_versions, unified_diff
-from kbes.history_tools import HISTORY_TOOLS, DiffResult
 from kbes.log_export import LogFormatError, LogSource, export_log
-from kbes.tools import TOOLS
-from kbes.wire import ReadRequest
+from kbes.tools import HISTORY_TOOLS, TOOLS
+from kbes.tools.wire import DiffResult, ReadRequest
 
 START = datetime(2026, 11, 30, 9, 0, tzinfo=UTC)
 DIFF = HISTORY_TOOLS[0]
@@ -44,7 +43,9 @@ def minutes(clock: SimulatedClock, n: int) -> str:
 
 
 def cite(store: KnowledgeBaseStore, kb: UUID, article: UUID) -> str:
-    read = store.read(ReadRequest(knowledge_base_id=str(kb), article_id=str(article)))
+    read = TOOLS["read_knowledge_article"].run(
+        store, ReadRequest(knowledge_base_id=str(kb), article_id=str(article)), None
+    )
     return read.citation.updated_at
 
 

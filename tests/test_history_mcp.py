@@ -13,10 +13,9 @@ from mcp.client.client import Client
 from mcp_harness import stdio_client
 
 from kbes import SimulatedClock, format_timestamp, open_store
-from kbes.history_tools import HISTORY_TOOLS
 from kbes.server import KbesMCP
-from kbes.tools import TOOLS
-from kbes.wire import ReadRequest
+from kbes.tools import HISTORY_TOOLS, TOOLS
+from kbes.tools.wire import ReadRequest
 
 START = datetime(2026, 11, 30, 9, 0, tzinfo=UTC)
 
@@ -28,7 +27,9 @@ def build(db: Path) -> dict[str, str]:
     kb = store.create_knowledge_base("Support")
     saved = store.add_article(kb, "VPN", "Install.\nConnect to vpn.example.\nDone.", publish=True)
     gone = store.add_article(kb, "Fax", "Faxes go through the portal.", publish=True)
-    cited = store.read(ReadRequest(knowledge_base_id=str(kb), article_id=str(saved)))
+    cited = TOOLS["read_knowledge_article"].run(
+        store, ReadRequest(knowledge_base_id=str(kb), article_id=str(saved)), None
+    )
     clock.advance(timedelta(minutes=5))
     store.save_article(kb, saved, content="Install.\nConnect to vpn2.example.\nDone.")
     store.unpublish_article(kb, gone)

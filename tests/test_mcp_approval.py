@@ -16,6 +16,7 @@ from mcp_harness import (
     Seed,
     article_events,
     body,
+    current_version,
     error,
     event_count,
     http_client,
@@ -23,6 +24,9 @@ from mcp_harness import (
     seed,
     stdio_client,
 )
+
+from kbes import open_store
+from kbes.server import KbesMCP
 
 pytestmark = pytest.mark.anyio
 
@@ -166,3 +170,35 @@ async def test_edits_deny_refuses_and_edits_allow_does_not_ask(data: Seed) -> No
         )
         assert edited["replay"] is False
     assert user.messages == []
+
+
+@pytest.mark.parametrize("grants", ["all", "kb only"])
+async def test_an_edit_of_an_ungranted_or_padded_id_is_refused_without_asking(
+    data: Seed, grants: str
+) -> None:
+    """The grant check runs once, before approval: an id the grants do not admit (another
+    knowledge base, or one padded with spaces, which names no knowledge base) is `not_found`,
+    and the user is never asked about a write that could not happen."""
+    store = open_store(data.db)
+    try:
+        granted = None if grants == "all" else frozenset({data.kb})
+        server = KbesMCP(store, grants=granted, edits="ask")
+        asked = Elicitations("accept")
+        version = current_version(data.db, data.kb, data.password)
+        async with Client(server.server, elicitation_callback=asked) as client:
+            refused = [f" {data.kb}", f"{data.kb} "]
+            if granted is not None:
+                refused.append(data.other_kb)
+            for kb in refused:
+                arguments = {**edit_arguments(data, data.password, version, "padded")}
+                result = error(
+                    await client.call_tool(
+                        "edit_knowledge_article", {**arguments, "knowledge_base_id": kb}
+                    )
+                )
+                assert result["code"] == "not_found"
+                assert kb in result["message"]
+            assert asked.messages == []
+            assert current_version(data.db, data.kb, data.password) == version
+    finally:
+        store.close()

@@ -31,7 +31,6 @@ from mcp_harness import (
 
 from kbes import open_store
 from kbes.cli import main
-from kbes.errors import NotFound
 from kbes.server import KbesMCP
 from kbes.tools import TOOLS, Tool
 
@@ -187,6 +186,7 @@ def test_serve_refuses_to_start_without_a_grant(data: Seed) -> None:
     [
         (["--grant", "{random}"], "no knowledge base"),
         (["--grant", "not-an-id"], "no knowledge base"),
+        (["--grant", " {kb} "], "no knowledge base"),  # a padded id is no id (kbes.ids)
         (["--grant", "{kb}", "--grant-all"], "not both"),
         (["--grant-all", "--tokens", "{tokens}"], "--tokens applies to --http"),
         (["--grant-all", "--http", "0.0.0.0:0"], "without --tokens"),
@@ -231,9 +231,8 @@ async def test_extra_tools_are_served_like_the_four(data: Seed) -> None:
     """Another `Tool` passed to the server is listed from its own schemas, validated, confined to
     the grants, and (not being read-only) put to the user before it runs."""
 
-    def echo(store: Any, request: EchoRequest, grants: Any) -> EchoResult:
-        if grants is not None and request.knowledge_base_id not in grants:
-            raise NotFound(f"no knowledge base {request.knowledge_base_id} is available here")
+    def echo(store: Any, request: EchoRequest, kb: Any) -> EchoResult:
+        # The grants were checked before the answer runs (Tool.admit), as for the four.
         return EchoResult(knowledge_base_id=request.knowledge_base_id, note=request.note)
 
     def tool(name: str, annotations: dict[str, bool]) -> Tool:
@@ -244,7 +243,7 @@ async def test_extra_tools_are_served_like_the_four(data: Seed) -> None:
             request=EchoRequest,  # type: ignore[arg-type]
             result=EchoResult,  # type: ignore[arg-type]
             annotations=annotations,
-            run=echo,
+            answer=echo,
         )
 
     reader = tool("echo_note", {"readOnlyHint": True, "destructiveHint": False})

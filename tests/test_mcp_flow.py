@@ -1,7 +1,8 @@
 """The whole agent flow through the SDK's real client against a real `kbes serve`, over stdio and
-over streamable HTTP, in both protocol eras: list the tools and compare them with DESIGN.md, then
-search, read, edit with the cited version, replay, stale edit, a person's save and unpublish
-from the CLI in another process, and poll from 0 and from the returned cursor."""
+over streamable HTTP, in both protocol eras: list the tools and compare them with the table of
+docs/tools.md, then search, read, edit with the cited version, replay, stale edit, a person's
+save and unpublish from the CLI in another process, and poll from 0 and from the returned
+cursor."""
 
 from __future__ import annotations
 
@@ -33,7 +34,7 @@ pytestmark = pytest.mark.anyio
 READ_ONLY = {"readOnlyHint": True, "destructiveHint": False, "openWorldHint": False}
 
 DESIGN_CONTRACT: dict[str, dict[str, Any]] = {
-    # The table "The four tools" of DESIGN.md, transcribed.
+    # The tool table of docs/tools.md (and the README), transcribed.
     "search_knowledge_base": {
         "required": {"knowledge_base_id", "query"},
         "optional": {"limit"},

@@ -157,7 +157,7 @@ def test_the_log_filter_redacts_tokens_whoever_logs_them() -> None:
     """Belt and braces: even a library that logged a header would not print a listed token."""
     import logging
 
-    from kbes.server import RedactTokens
+    from kbes.http_auth import RedactTokens
 
     record = logging.LogRecord(
         "httpx", logging.DEBUG, __file__, 1, "headers: %s", ({"authorization": ALICE},), None

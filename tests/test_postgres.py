@@ -504,6 +504,8 @@ def test_poll_reads_one_page_via_the_index(
         return to_domain_event(notification)
 
     monkeypatch.setattr(store.mapper, "to_domain_event", counting)
+    # Every event through the mapper's full path, which sees each one's notification id.
+    monkeypatch.setattr(store.mapper, "decode_stamp", lambda topic, state: None)
     page = call(store, "poll_resource_events", resource_type="knowledge_base", resource_id=small)
     assert [e["type"] for e in page["events"]] == ["published"] * 4
     assert decoded == [e["sequence"] for e in page["events"]]
@@ -521,7 +523,7 @@ def test_poll_reads_one_page_via_the_index(
     assert len(middle["events"]) == 10 and middle["has_more"] is True
     assert len(decoded) == 10
 
-    # The very statement select_feed runs, explained with custom and with generic plans (a
+    # The very statement select_feed_rows runs, explained with custom and with generic plans (a
     # prepared statement may switch to the latter): no scan of the log, one event per row.
     recorder = store.recorder
     assert isinstance(recorder, PostgresFeedRecorder)

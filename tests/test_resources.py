@@ -17,11 +17,16 @@ from kbes.resources import (
     read_resource,
     version_uri,
 )
-from kbes.wire import Citation, ReadRequest
+from kbes.tools import call_tool
+from kbes.tools.wire import ArticleResult, Citation
 
 
 def cite(store: KnowledgeBaseStore, kb: str, article: str) -> Citation:
-    return store.read(ReadRequest(knowledge_base_id=kb, article_id=article)).citation
+    result = call_tool(
+        store, "read_knowledge_article", {"knowledge_base_id": kb, "article_id": article}
+    )
+    assert isinstance(result, ArticleResult)
+    return result.citation
 
 
 def test_a_pinned_version_reads_with_or_without_encoded_colons(

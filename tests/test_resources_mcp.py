@@ -29,7 +29,7 @@ from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 from kbes import open_store
 from kbes.resources import ARTICLE_TEMPLATE, VERSION_TEMPLATE, article_uri, knowledge_base_uri
 from kbes.resources import version_uri as pinned_uri
-from kbes.wire import Citation
+from kbes.tools.wire import Citation
 
 pytestmark = pytest.mark.anyio
 

@@ -204,7 +204,7 @@ def test_keywords_drop_stop_words_and_split_like_the_index() -> None:
 def test_content_edits_keep_the_bodys_size_and_task_words() -> None:
     """A person's edit rewrites one step in place: however often an article is edited, its
     body keeps its length, its lines and how often it names its task, so edited articles do
-    not come to win more searches (README, sim section, item 2)."""
+    not come to win more searches (docs/reproduction.md, note 2)."""
     rng = random.Random("kbes-sim edits keep the profile")
     titles = rng.sample(text.all_titles(), 40)
     length_drift: list[int] = []

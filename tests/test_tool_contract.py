@@ -1,5 +1,5 @@
 """The four tools' contract: names, required arguments, limits and annotations of the live
-server (DESIGN.md), generated from the request structs."""
+server (docs/tools.md), generated from the request structs."""
 
 from __future__ import annotations
 

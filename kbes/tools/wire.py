@@ -1,5 +1,6 @@
-"""What agents send and receive. Requests forbid unknown fields; the tools' JSON input schemas
-are generated from these structs, so the advertised contract and the enforced one are one."""
+"""What agents send and receive, for all five tools. Requests forbid unknown fields; the tools'
+JSON input schemas are generated from these structs, so the advertised contract and the enforced
+one are one."""
 
 from __future__ import annotations
 
@@ -8,6 +9,8 @@ from typing import Annotated
 
 import msgspec
 from msgspec import UNSET, Meta, UnsetType
+
+from kbes.clock import to_utc
 
 MAX_SEQUENCE = 2**63 - 1
 """The largest notification id SQLite and PostgreSQL can store (a signed 64-bit integer)."""
@@ -19,6 +22,18 @@ class Wire(msgspec.Struct, kw_only=True, frozen=True):
 
 class Request(Wire, forbid_unknown_fields=True):
     """Base of tool requests: an unknown argument is an error, not silently ignored."""
+
+    def __post_init__(self) -> None:
+        """A time that parses but has no UTC instant (`0001-01-01T00:00:00+05:30`) is refused
+        here, as msgspec's own errors are (it wraps the ValueError, naming the field), so no
+        tool meets it later as an OverflowError."""
+        for name in self.__struct_fields__:
+            value = getattr(self, name)
+            if isinstance(value, datetime):
+                try:
+                    to_utc(value)
+                except ValueError as e:
+                    raise ValueError(f"{e} - at `$.{name}`") from None
 
 
 KnowledgeBaseId = Annotated[
@@ -183,8 +198,49 @@ class PollResult(Wire):
     ]
 
 
-class ToolErrorBody(Wire):
-    """The JSON of a tool error: a stable code, a message a model can act on, and details."""
+class DiffRequest(Request):
+    knowledge_base_id: KnowledgeBaseId
+    article_id: ArticleId
+    since_version: Annotated[
+        datetime,
+        Meta(
+            tz=True,
+            description=(
+                "The updated_at of your citation of this article: the version your answer "
+                "relied on. The diff runs from it to the current version."
+            ),
+        ),
+    ]
 
-    code: str
-    message: str
+
+class ArticleChange(Wire):
+    """One event on the article since the cited version."""
+
+    sequence: int
+    type: str
+    updated_at: Timestamp
+
+
+class DiffResult(Wire):
+    knowledge_base_id: str
+    article_id: str
+    since_version: Timestamp
+    updated_at: Timestamp
+    title: str
+    changed: Annotated[
+        bool, Meta(description="False when the cited version is still the current one.")
+    ]
+    changes: Annotated[
+        list[ArticleChange],
+        Meta(description="Events since the cited version, oldest first."),
+    ]
+    diff: Annotated[
+        str,
+        Meta(
+            description=(
+                "Unified diff from the cited version to the current one; the first line of "
+                "each side is '# <title>'. Empty when nothing changed."
+            )
+        ),
+    ]
+    citation: Citation

@@ -6,87 +6,35 @@ change (a unified diff of title and content) instead of re-reading the whole art
 
 from __future__ import annotations
 
-from datetime import datetime
-from typing import Annotated
 from uuid import UUID
 
-from msgspec import Meta
-
-from kbes.application import Grants, KnowledgeBaseStore
+from kbes.application import KnowledgeBaseStore
 from kbes.clock import format_timestamp
-from kbes.errors import Gone, InvalidVersion, NotFound
+from kbes.errors import Gone, InvalidVersion, KnowledgeBaseNotFound, NotFound
 from kbes.history import History, StoreSource, unified_diff
-from kbes.tools import READ_ONLY, Tool
-from kbes.wire import ArticleId, Citation, KnowledgeBaseId, Request, Timestamp, Wire
+from kbes.ids import parse_id
+from kbes.tools.messages import no_article, no_knowledge_base, no_longer_an_answer
+from kbes.tools.tool import READ_ONLY, Tool
+from kbes.tools.wire import ArticleChange, Citation, DiffRequest, DiffResult
 
 
-class DiffRequest(Request):
-    knowledge_base_id: KnowledgeBaseId
-    article_id: ArticleId
-    since_version: Annotated[
-        datetime,
-        Meta(
-            tz=True,
-            description=(
-                "The updated_at of your citation of this article: the version your answer "
-                "relied on. The diff runs from it to the current version."
-            ),
-        ),
-    ]
-
-
-class ArticleChange(Wire):
-    """One event on the article since the cited version."""
-
-    sequence: int
-    type: str
-    updated_at: Timestamp
-
-
-class DiffResult(Wire):
-    knowledge_base_id: str
-    article_id: str
-    since_version: Timestamp
-    updated_at: Timestamp
-    title: str
-    changed: Annotated[
-        bool, Meta(description="False when the cited version is still the current one.")
-    ]
-    changes: Annotated[
-        list[ArticleChange],
-        Meta(description="Events since the cited version, oldest first."),
-    ]
-    diff: Annotated[
-        str,
-        Meta(
-            description=(
-                "Unified diff from the cited version to the current one; the first line of "
-                "each side is '# <title>'. Empty when nothing changed."
-            )
-        ),
-    ]
-    citation: Citation
-
-
-def diff_article(
-    store: KnowledgeBaseStore, request: DiffRequest, grants: Grants = None
-) -> DiffResult:
+def diff_article(store: KnowledgeBaseStore, request: DiffRequest, kb: UUID) -> DiffResult:
     """The changes to a published article since `since_version`. `not_found` for an unknown
-    (or draft, or ungranted) article, `invalid` if it never had a published version at
-    `since_version`, `gone` if it is unpublished now."""
-    kb = store._knowledge_base_uuid(request.knowledge_base_id, grants)
+    (or draft) article, `invalid` if it never had a published version at `since_version`,
+    `gone` if it is unpublished now."""
+    try:
+        store.require_knowledge_base(kb)
+    except KnowledgeBaseNotFound:
+        raise NotFound(no_knowledge_base(request.knowledge_base_id)) from None
     history = History(StoreSource(store))
-    article_id = _maybe_uuid(request.article_id)
+    article_id = parse_id(request.article_id)
     article = None if article_id is None else history.history(article_id)
     if (
         article is None
         or article.knowledge_base_id != kb
         or not any(v.type == "published" for v in article.versions)
     ):
-        raise NotFound(
-            f"no published article {request.article_id} in this knowledge base; "
-            "search the knowledge base for current articles"
-        )
+        raise NotFound(no_article(request.article_id))
     since = format_timestamp(request.since_version)
     cited = article.at(request.since_version)
     old = None if cited is None else history.state(article, cited)
@@ -101,8 +49,7 @@ def diff_article(
     new = history.state(article, latest)
     if not new.published:
         raise Gone(
-            f"article {request.article_id} was unpublished at {latest.updated_at}; it is no "
-            "longer an answer. Search again for a current article.",
+            no_longer_an_answer(request.article_id, latest.updated_at),
             unpublished_at=latest.updated_at,
         )
     changes = [
@@ -125,13 +72,6 @@ def diff_article(
     )
 
 
-def _maybe_uuid(value: str) -> UUID | None:
-    try:
-        return UUID(value)
-    except ValueError:
-        return None
-
-
 DIFF_TOOL = Tool(
     name="diff_knowledge_article",
     title="Diff knowledge article",
@@ -149,8 +89,5 @@ DIFF_TOOL = Tool(
     request=DiffRequest,
     result=DiffResult,
     annotations=READ_ONLY,
-    run=lambda store, request, grants: diff_article(store, request, grants),
+    answer=diff_article,
 )
-
-HISTORY_TOOLS: list[Tool] = [DIFF_TOOL]
-"""The opt-in history tools, served by `kbes serve --history-tools`."""

@@ -1,9 +1,11 @@
-"""The benchmark mode: run a sim command several times and print the median wall time of each
+"""`kbes sim --benchmark`: run a sim command several times and print the median wall time of each
 part, against the 10-second target for `kbes sim day` with five seeds.
 
 Parts are timed inside the runs (each run is one seed's day for one experiment), so with several
 worker processes they overlap: their sum is busy time across the workers, while the last row,
-end to end, is what a user waits for."""
+end to end, is what a user waits for.
+
+(`kbes bench`, the hot paths against a plain-sqlite3 baseline, is `kbes.sims.bench`.)"""
 
 from __future__ import annotations
 

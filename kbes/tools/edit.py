@@ -1,0 +1,97 @@
+"""`edit_knowledge_article`: replace an article, applied only at the cited version and at most
+once per idempotency key."""
+
+from __future__ import annotations
+
+from uuid import UUID
+
+from msgspec import UNSET
+
+from kbes.application import KnowledgeBaseStore
+from kbes.clock import format_timestamp
+from kbes.errors import (
+    ArticleChanged,
+    ArticleNotFound,
+    ArticleUnpublished,
+    Gone,
+    IdempotencyKeyReused,
+    KeyReused,
+    KnowledgeBaseNotFound,
+    NotFound,
+    VersionConflict,
+)
+from kbes.results import Edited
+from kbes.tools.messages import no_article, no_knowledge_base
+from kbes.tools.tool import WRITE, Tool
+from kbes.tools.wire import Citation, EditRequest, EditResult
+
+
+def edit(store: KnowledgeBaseStore, request: EditRequest, kb: UUID) -> EditResult:
+    try:
+        edited = store.edit_article(
+            kb,
+            request.article_id,
+            request.content,
+            expected_version=request.expected_version,
+            idempotency_key=request.idempotency_key,
+            title=None if request.title is UNSET else request.title,  # type: ignore[arg-type]
+        )
+    except KnowledgeBaseNotFound:
+        raise NotFound(no_knowledge_base(request.knowledge_base_id)) from None
+    except ArticleNotFound:
+        raise NotFound(no_article(request.article_id)) from None
+    except ArticleUnpublished as e:
+        raise Gone(
+            f"article {request.article_id} was unpublished at {e.unpublished_at}; "
+            "it cannot be edited through this tool",
+            unpublished_at=e.unpublished_at,
+        ) from None
+    except ArticleChanged as e:
+        raise VersionConflict(
+            f"article {e.article_id} changed since {e.expected_version}: its current version "
+            f"is {e.current_version}. Read it again, re-apply your change to the current "
+            "content, and edit with the new version.",
+            current_version=e.current_version,
+            expected_version=e.expected_version,
+        ) from None
+    except KeyReused as e:
+        raise IdempotencyKeyReused(
+            f"idempotency_key {e.idempotency_key!r} was already used for a different edit "
+            f"(article {e.article_id}); use a new key for a new change",
+            field="idempotency_key",
+        ) from None
+    return edit_result(edited)
+
+
+def edit_result(edited: Edited) -> EditResult:
+    stamp = format_timestamp(edited.updated_at)
+    kb_text, article_text = str(edited.knowledge_base_id), str(edited.article_id)
+    return EditResult(
+        knowledge_base_id=kb_text,
+        article_id=article_text,
+        title=edited.title,
+        updated_at=stamp,
+        citation=Citation(knowledge_base_id=kb_text, article_id=article_text, updated_at=stamp),
+        replay=edited.replay,
+    )
+
+
+EDIT_TOOL = Tool(
+    name="edit_knowledge_article",
+    title="Edit knowledge article",
+    description=(
+        "Replace an article's whole content and optionally its title. Pass the "
+        "updated_at from a recent read_knowledge_article as expected_version: if the "
+        "article changed since, the edit is rejected with 'version_conflict' and the "
+        "current version, so read it again, re-apply your change to the current "
+        "content, and retry with the new version (a citation an hour old fails about "
+        "four times in ten). Pass a fresh idempotency_key for each intended change: "
+        "retrying a call with the same key is safe, never writes twice, and returns "
+        "the first result marked replay=true. The saved article is what every "
+        "assistant and search in the workspace answers from next."
+    ),
+    request=EditRequest,
+    result=EditResult,
+    annotations=WRITE,
+    answer=edit,
+)

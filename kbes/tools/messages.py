@@ -1,0 +1,24 @@
+"""The words a model reads when a tool refuses: each says what to do next. The application
+raises domain errors carrying the facts; the tools phrase them here."""
+
+from __future__ import annotations
+
+GRANTS_HINT = "check the id against the citation or the list of granted knowledge bases"
+
+
+def no_knowledge_base(knowledge_base_id: object) -> str:
+    return f"no knowledge base {knowledge_base_id} is available here; {GRANTS_HINT}"
+
+
+def no_article(article_id: object) -> str:
+    return (
+        f"no published article {article_id} in this knowledge base; "
+        "search the knowledge base for current articles"
+    )
+
+
+def no_longer_an_answer(article_id: object, unpublished_at: str) -> str:
+    return (
+        f"article {article_id} was unpublished at {unpublished_at}; it is no longer an answer. "
+        "Search again for a current article."
+    )

@@ -1,0 +1,71 @@
+"""The sizes and repetitions of a `kbes bench` run."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+Progress = Callable[[str], None]
+"""Where a measurement says what it is doing (the CLI prints it to stderr)."""
+
+
+@dataclass(frozen=True)
+class Config:
+    """Sizes and repetitions: the full run measures the issue's datasets; `--quick` the same
+    rows on small ones, quickly, so the command and its output stay exercised."""
+
+    quick: bool
+    repeats: int
+    edits: int
+    edits_per_process: int
+    processes: int
+    read_sizes: tuple[int, ...]
+    samples: int
+    poll_small: int
+    poll_large: int
+    long_history: int
+    process_repeats: int
+    rebuild_repeats: int
+    serve_repeats: int
+    sim_repeats: int
+    sim_seeds: str
+
+    @classmethod
+    def full(cls) -> Config:
+        return cls(
+            quick=False,
+            repeats=5,
+            edits=2000,
+            edits_per_process=400,
+            processes=4,
+            read_sizes=(400, 10_000, 100_000),
+            samples=1000,
+            poll_small=1_000,
+            poll_large=1_000_000,
+            long_history=10_000,
+            process_repeats=5,
+            rebuild_repeats=3,
+            serve_repeats=5,
+            sim_repeats=3,
+            sim_seeds="1-5",
+        )
+
+    @classmethod
+    def quick_run(cls) -> Config:
+        return cls(
+            quick=True,
+            repeats=3,
+            edits=200,
+            edits_per_process=25,
+            processes=4,
+            read_sizes=(400, 2_000),
+            samples=200,
+            poll_small=1_000,
+            poll_large=20_000,
+            long_history=1_000,
+            process_repeats=1,
+            rebuild_repeats=1,
+            serve_repeats=3,
+            sim_repeats=1,
+            sim_seeds="1",
+        )

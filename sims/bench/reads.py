@@ -1,0 +1,88 @@
+"""Row 2: read and search latency as the number of published articles grows."""
+
+from __future__ import annotations
+
+import random
+import time
+from pathlib import Path
+
+from kbes import KnowledgeBaseStore, open_store
+from kbes.sims.baseline import Baseline
+from kbes.sims.bench.calls import (
+    baseline_reader,
+    baseline_searcher,
+    kbes_reader,
+    kbes_searcher,
+)
+from kbes.sims.bench.config import Progress
+from kbes.sims.bench.dataset import Corpus, bulk_store
+from kbes.sims.bench.results import Report, Row, Stat
+from kbes.sims.bench.timing import latencies_ms, percentile
+
+
+def measure_reads(report: Report, workdir: Path, progress: Progress) -> None:
+    """Row 2: read and search latency at growing numbers of published articles."""
+    cfg = report.config
+    corpus = Corpus()
+    path = workdir / "reads.sqlite"
+    loader = bulk_store(path)
+    kb = str(loader.create_knowledge_base("reads"))
+    baseline = Baseline(str(workdir / "reads-baseline.sqlite"))
+    bkb = baseline.create_knowledge_base()
+    ids: list[str] = []
+    bids: list[str] = []
+    titles: list[str] = []
+    store: KnowledgeBaseStore | None = None
+    for size in cfg.read_sizes:
+        progress(f"row 2: {size:,} published articles (building)")
+        while len(ids) < size:
+            drafts = corpus.drafts(min(2000, size - len(ids)))
+            ids += [str(a) for a in loader.add_articles(kb, drafts, publish=True)]
+            bids += baseline.add_articles(bkb, drafts)
+            titles += [title for title, _ in drafts]
+        started = time.perf_counter()
+        loader.catch_up()
+        projection = time.perf_counter() - started
+        if store is None:
+            store = open_store(path)
+        store.catch_up()
+        rng = random.Random(size)
+        picks = [rng.randrange(size) for _ in range(cfg.samples)]
+        queries = [corpus.query(titles[i]) for i in picks]
+        progress(f"row 2: {size:,} published articles (measuring)")
+        results: dict[str, list[list[float]]] = {k: [] for k in ("r", "rb", "s", "sb")}
+        ours_ids = [ids[i] for i in picks]
+        theirs_ids = [bids[i] for i in picks]
+        # The largest searches are slow at the tail: three runs of them are enough.
+        for _ in range(min(cfg.repeats, 3)):
+            results["r"].append(latencies_ms(kbes_reader(store, kb), ours_ids))
+            results["rb"].append(latencies_ms(baseline_reader(baseline, bkb), theirs_ids))
+            results["s"].append(latencies_ms(kbes_searcher(store, kb), queries))
+            results["sb"].append(latencies_ms(baseline_searcher(baseline, bkb), queries))
+        for tool, ours, theirs in (("read", "r", "rb"), ("search", "s", "sb")):
+            for q in (50, 99):
+                row = Row(
+                    f"2-{tool}-p{q}-{size}",
+                    f"{tool}_knowledge_{'article' if tool == 'read' else 'base'} p{q}, "
+                    f"{size:,} published articles",
+                    "ms",
+                    Stat.of([percentile(run, q) for run in results[ours]]),
+                    Stat.of([percentile(run, q) for run in results[theirs]]),
+                )
+                limit = {
+                    ("read", 50, 10_000): 0.5,
+                    ("search", 50, 10_000): 2.0,
+                    ("search", 99, 100_000): 20.0,
+                }.get((tool, q, size))
+                if limit is not None:
+                    row.target = f"<= {limit:g} ms"
+                    row.met = row.kbes is not None and row.kbes.median <= limit
+                report.add(row)
+        report.notes.append(
+            f"row 2: projecting {size:,} articles into the views took {projection:.1f} s "
+            "(catch-up of the import, once)"
+        )
+    loader.close()
+    if store is not None:
+        store.close()
+    baseline.close()
