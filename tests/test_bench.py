@@ -31,7 +31,7 @@ def test_quick_bench_prints_and_writes_every_row(tmp_path: Path) -> None:
     assert data["quick"] is True
     rows = {row["key"]: row for row in data["rows"]}
     expected = {"1a", "1b", "1c", "3a", "3b", "3c", "4a", "4b", "4c", "4d", "5a", "5b"}
-    expected |= {"6a", "6b", "7", "8"}
+    expected |= {"6a", "6b", "7", "8", "9a", "9b", "9c", "9d"}
     expected |= {
         f"2-{tool}-p{q}-{size}"
         for tool in ("read", "search")
@@ -54,7 +54,7 @@ def test_quick_bench_prints_and_writes_every_row(tmp_path: Path) -> None:
 
 
 def test_bench_rejects_unknown_rows() -> None:
-    result = CliRunner().invoke(main, ["bench", "--rows", "9"])
+    result = CliRunner().invoke(main, ["bench", "--rows", "10"])
     assert result.exit_code != 0
     assert "unknown row" in result.output
 

@@ -29,6 +29,8 @@ class Config:
     serve_repeats: int
     sim_repeats: int
     sim_seeds: str
+    push_saves: int
+    push_idle_seconds: float
 
     @classmethod
     def full(cls) -> Config:
@@ -48,6 +50,8 @@ class Config:
             serve_repeats=5,
             sim_repeats=3,
             sim_seeds="1-5",
+            push_saves=200,
+            push_idle_seconds=30.0,
         )
 
     @classmethod
@@ -68,4 +72,6 @@ class Config:
             serve_repeats=3,
             sim_repeats=1,
             sim_seeds="1",
+            push_saves=10,
+            push_idle_seconds=2.0,
         )

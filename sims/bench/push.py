@@ -1,4 +1,4 @@
-"""Push latency and the idle cost of a listener: the `kbes bench` rows for issue 14.
+"""Row 9: push latency and the idle cost of a listener (issue 14).
 
 A real `kbes serve --http` process serves one listener (the official MCP client, protocol
 2026-07-28) on an article's current URI; this process saves that article through its own store,
@@ -7,14 +7,14 @@ save` in another terminal. Latency is from the save's return (committed) to the 
 `notifications/resources/updated`. The idle cost is the server process's CPU time over a quiet
 window, with the listener open and with none, and the statements per second its log tail sent
 meanwhile (the server logs that figure when its last listener leaves). Public API only: the
-store, the `kbes` command, the MCP client."""
+store, the `kbes` command, the MCP client. `python -m kbes.sims.bench.push [POSTGRES_URL]` runs
+it alone, optionally on a PostgreSQL log."""
 
 from __future__ import annotations
 
 import os
 import random
 import re
-import statistics
 import subprocess
 import sys
 import tempfile
@@ -26,20 +26,77 @@ from typing import Any
 import anyio
 
 from kbes import open_store
+from kbes.sims.bench.commands import kbes_command
+from kbes.sims.bench.config import Progress
+from kbes.sims.bench.results import Report, Row, Stat
+from kbes.sims.bench.timing import percentile
+
+P99_TARGET_SECONDS = 1.0
+
+
+def measure_push(report: Report, workdir: Path, progress: Progress) -> None:
+    """Row 9 on a SQLite log in `workdir`: 9a/9b a save's latency to a listener (p50, p99),
+    9c the server's CPU with one listener open and nothing happening, 9d the statements per
+    second its tail sends the log meanwhile (none with no listener: the tail waits)."""
+    cfg = report.config
+    progress("row 9: push to a listener")
+    figures = push_bench(
+        saves=cfg.push_saves, idle_seconds=cfg.push_idle_seconds, scratch=workdir / "push"
+    )
+    saves = f"{figures['saves']} saves by another process, each -> listener"
+    p50 = figures["latency_p50_seconds"]
+    p99 = figures["latency_p99_seconds"]
+    report.add(Row("9a", f"push p50: {saves}", "s", Stat.of([p50]), target="—"))
+    report.add(
+        Row(
+            "9b",
+            f"push p99: {saves}",
+            "s",
+            Stat.of([p99]),
+            target=f"<= {P99_TARGET_SECONDS:g} s",
+            met=p99 <= P99_TARGET_SECONDS,
+        )
+    )
+    report.add(
+        Row(
+            "9c",
+            "idle kbes serve CPU, one listener open",
+            "CPU s/min",
+            Stat.of([figures["idle_cpu_seconds_per_minute_listening"]]),
+            target="—",
+            note=f"no listener: {figures['idle_cpu_seconds_per_minute_no_listener']} CPU s/min",
+        )
+    )
+    report.add(
+        Row(
+            "9d",
+            "idle statements against the log, one listener open",
+            "statements/s",
+            Stat.of([figures["idle_statements_per_second_listening"]]),
+            target="—",
+            note="none with no listener",
+        )
+    )
 
 
 def push_bench(
-    *, saves: int = 50, idle_seconds: float = 15.0, postgres_url: str | None = None
+    *,
+    saves: int = 50,
+    idle_seconds: float = 15.0,
+    postgres_url: str | None = None,
+    scratch: Path | None = None,
 ) -> dict[str, Any]:
-    """Run the measurement in a scratch directory (SQLite), or on a fresh knowledge base in the
-    PostgreSQL log at `postgres_url`; returns the figures (seconds, rounded)."""
-    with tempfile.TemporaryDirectory(prefix="kbes-push-") as scratch:
-        db = postgres_url or str(Path(scratch) / "push.sqlite")
-        store = open_store(db, views=Path(scratch) / "views-bench.sqlite")
+    """Run the measurement in `scratch` (default: a temporary folder) on SQLite, or on a fresh
+    knowledge base in the PostgreSQL log at `postgres_url`; returns the figures (seconds)."""
+    if scratch is not None:
+        scratch.mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryDirectory(prefix="kbes-push-", dir=scratch) as folder:
+        db = postgres_url or str(Path(folder) / "push.sqlite")
+        store = open_store(db, views=Path(folder) / "views-bench.sqlite")
         try:
             kb = str(store.create_knowledge_base("Push bench"))
             article = str(store.add_article(kb, "Listened to", "version 0", publish=True))
-            with _serve(db, kb, Path(scratch)) as (url, pid, log):
+            with _serve(db, kb, Path(folder)) as (url, pid, log):
                 return anyio.run(_measure, store, url, pid, log, kb, article, saves, idle_seconds)
         finally:
             store.close()
@@ -81,8 +138,8 @@ async def _measure(
     ordered = sorted(latencies)
     return {
         "saves": saves,
-        "latency_p50_seconds": round(statistics.median(ordered), 4),
-        "latency_p99_seconds": round(ordered[min(len(ordered) - 1, int(0.99 * len(ordered)))], 4),
+        "latency_p50_seconds": round(percentile(ordered, 50), 4),
+        "latency_p99_seconds": round(percentile(ordered, 99), 4),
         "latency_max_seconds": round(ordered[-1], 4),
         "idle_cpu_seconds_per_minute_listening": round(idle_with * 60 / idle, 3),
         "idle_cpu_seconds_per_minute_no_listener": round(idle_without * 60 / idle, 3),
@@ -108,7 +165,14 @@ async def _cpu_over(pid: int, seconds: float) -> float:
 
 
 def _cpu_seconds(pid: int) -> float:
-    """User + system CPU of a process, from /proc (Linux)."""
+    """CPU time of a process, from /proc (Linux): the scheduler's nanosecond run time summed
+    over its threads (the tail runs in a worker thread), else user + system clock ticks, too
+    coarse for a quiet process over a short window."""
+    tasks = Path(f"/proc/{pid}/task")
+    try:
+        return sum(int((t / "schedstat").read_text().split()[0]) for t in tasks.iterdir()) / 1e9
+    except (OSError, ValueError, IndexError):
+        pass
     fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
     ticks = os.sysconf("SC_CLK_TCK")
     return (int(fields[11]) + int(fields[12])) / ticks
@@ -118,8 +182,7 @@ def _cpu_seconds(pid: int) -> float:
 def _serve(db: str, kb: str, scratch: Path) -> Any:
     """`kbes serve --http 127.0.0.1:0` on `db`, granted `kb`; yields (url, pid, log path)."""
     log_path = scratch / "serve.log"
-    kbes = Path(sys.executable).with_name("kbes")
-    command = [str(kbes) if kbes.exists() else "kbes", "serve", "--db", str(db)]
+    command = [*kbes_command(), "serve", "--db", str(db)]
     env = {**os.environ, "KBES_VIEWS": str(scratch / "views-server.sqlite")}  # PostgreSQL only
     with open(log_path, "wb") as log:
         process = subprocess.Popen(
