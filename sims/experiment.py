@@ -333,6 +333,7 @@ def cost_figures(results: Sequence[TaskResult]) -> dict[str, Any]:
     size: Counter[str] = Counter()
     cursor_calls = cursor_bytes = 0
     answer_calls = answer_bytes = 0
+    notifications = 0
     for r in results:
         if r.task.run != "popularity" or r.staleness is None:
             continue
@@ -340,6 +341,7 @@ def cost_figures(results: Sequence[TaskResult]) -> dict[str, Any]:
         for c in r.staleness.checks:
             calls.update(c.calls)
             size.update(c.bytes)
+            notifications += c.notifications
         cursor_calls += r.staleness.cursor_start_calls
         cursor_bytes += r.staleness.cursor_start_bytes
         answer_calls += r.calls.get("answer", 0)
@@ -354,6 +356,10 @@ def cost_figures(results: Sequence[TaskResult]) -> dict[str, Any]:
             "calls_per_check": round(calls[s] / checks, 1) if checks else 0.0,
             "kib_per_check": round(kib / checks, 1) if checks else 0.0,
         }
+    strategies["listen"]["notifications"] = notifications
+    strategies["listen"]["notifications_per_check"] = (
+        round(notifications / checks, 1) if checks else 0.0
+    )
     return {
         "checks": checks,
         "strategies": strategies,

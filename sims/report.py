@@ -247,7 +247,10 @@ STRATEGY_NAMES = {
     "read": "Re-read each cited article",
     "poll": "poll_resource_events from a cursor",
     "diff": "Poll, then diff only what moved",
+    "listen": "Listen to cited articles, read only what moved",
 }
+KBES_ONLY = "kbes only"
+"""The article column of a strategy the article never measured (push is kbes's own)."""
 
 
 def render_cost(figures: dict[str, Any]) -> list[str]:
@@ -258,6 +261,9 @@ def render_cost(figures: dict[str, Any]) -> list[str]:
     for key, name in STRATEGY_NAMES.items():
         s = cost["strategies"][key]
         a = source.COST.get(key) if compare else None
+        if key == "listen":
+            table.append(_listen_row(name, s))
+            continue
         table.append(
             [
                 name,
@@ -287,6 +293,21 @@ def render_cost(figures: dict[str, Any]) -> list[str]:
         f"({_n(start['calls'])} calls, {_n(round(start['bytes'] / 1024))} KiB over {seeds} "
         "seed(s), not counted above).",
         "",
+    ]
+
+
+def _listen_row(name: str, s: dict[str, Any]) -> list[str]:
+    """Reads are its calls; the notifications that prompted them are counted beside them (not
+    tool calls, and not in its data, which is the reads' JSON)."""
+    return [
+        name,
+        f"{_n(s['calls'])} reads + {_n(s['notifications'])} notifications",
+        KBES_ONLY,
+        f"{_n(round(s['kib']))} KiB",
+        DASH,
+        f"{s['calls_per_check']:.1f} reads + {s['notifications_per_check']:.1f} notifications, "
+        f"{s['kib_per_check']:.1f} KiB",
+        DASH,
     ]
 
 

@@ -12,10 +12,19 @@
 - Poll, then diff only what moved: the same poll pages, then `diff_knowledge_article` for each
   cited version whose article moved past it since the last check (the opt-in history tool);
   stale when a diff reports a change or the poll an unpublish. Its cost counts the poll's too.
+- Listen, then read only what moved (kbes's own, no figure in the article): the agent listens
+  to the current URI of each article it cites, from its first citation on. A notification is
+  counted for each feed event of a listened article later than the version first cited (the
+  version read, so every such event happened after the listener opened); the feed is the one
+  the server's log tail reads, taken here from the poll strategy's pages at no cost of its own.
+  At each check, one `read_knowledge_article` per article notified since the last check; stale
+  when that read says `gone` or another version than the citation's. The server may fold
+  several saves of one article within one look at the log into one notification, so the count
+  is an upper bound; the reads are exact.
 
-The re-read, poll and diff strategies must equal the ground truth at every check, and the title-only
-check must catch exactly the stale citations whose article was retitled or unpublished since the
-read: anything else stops the run with a `SimulationError`."""
+The re-read, poll, diff and listen strategies must equal the ground truth at every check, and the
+title-only check must catch exactly the stale citations whose article was retitled or
+unpublished since the read: anything else stops the run with a `SimulationError`."""
 
 from __future__ import annotations
 
@@ -35,7 +44,7 @@ TITLE_SEARCH_LIMIT = 2
 exists, ranks first (its words are all in the title, which search weights above content)."""
 
 POLL_PAGE = 100
-STRATEGIES = ("title", "read", "poll", "diff")
+STRATEGIES = ("title", "read", "poll", "diff", "listen")
 
 
 @dataclass
@@ -56,6 +65,8 @@ class CheckFigures:
     """None when the title-only check did not run (the control run)."""
     calls: dict[str, int] = field(default_factory=dict)
     bytes: dict[str, int] = field(default_factory=dict)
+    notifications: int = 0
+    """What a listener on the cited articles' current URIs heard since the last check."""
 
 
 @dataclass
@@ -78,6 +89,12 @@ class Checker:
         self.latest: dict[str, tuple[datetime, str]] = {}
         self.moved: set[str] = set()
         self.diff_stale: set[tuple[str, str]] = set()
+        self.listening: dict[str, datetime] = {}
+        """Article -> the version first cited: its listener hears every later event."""
+        self.notified: set[str] = set()
+        self.notifications = 0
+        self.heard: dict[str, datetime | None] = {}
+        """Article -> the version its last notified read returned (None: gone)."""
 
     def start_cursor(self) -> tuple[int, int]:
         """Page the feed from 0 to its head before the day starts, so the first hourly poll
@@ -97,8 +114,13 @@ class Checker:
         if isinstance(page, KbesError):
             raise SimulationError(f"poll refused: {page.to_dict()}")
         for event in page.events:
-            self.latest[event.article_id] = (parse_timestamp(event.updated_at), event.type)
+            at = parse_timestamp(event.updated_at)
+            self.latest[event.article_id] = (at, event.type)
             self.moved.add(event.article_id)
+            since = self.listening.get(event.article_id)
+            if since is not None and at > since:
+                self.notifications += 1
+                self.notified.add(event.article_id)
         self.cursor = page.next_sequence
         return page.has_more
 
@@ -131,6 +153,8 @@ class Checker:
         started = time.perf_counter()
         by_read = self._by_read(citations)
         meter.seconds["check:read"] += time.perf_counter() - started
+        for c in citations:  # a listener opens on each newly cited article's current URI
+            self.listening.setdefault(c.article_id, c.updated_at)
         started = time.perf_counter()
         by_poll = self._by_poll(citations)
         meter.seconds["check:poll"] += time.perf_counter() - started
@@ -138,10 +162,18 @@ class Checker:
         by_diff = self._by_diff(citations)
         meter.seconds["check:diff"] += time.perf_counter() - started
         started = time.perf_counter()
+        by_listen = self._by_listen(citations)
+        meter.seconds["check:listen"] += time.perf_counter() - started
+        started = time.perf_counter()
         by_title = self._by_title(citations) if self.title_check else retitled_or_gone
         meter.seconds["check:title"] += time.perf_counter() - started
 
-        for name, found in (("re-read", by_read), ("poll", by_poll), ("diff", by_diff)):
+        for name, found in (
+            ("re-read", by_read),
+            ("poll", by_poll),
+            ("diff", by_diff),
+            ("listen", by_listen),
+        ):
             if found != truth:
                 raise SimulationError(
                     f"hour {hour}: the {name} strategy found {len(found)} stale citations, the "
@@ -161,6 +193,7 @@ class Checker:
         size = {s: meter.bytes[f"check:{s}"] - bytes_before[s] for s in STRATEGIES}
         calls["diff"] += calls["poll"]  # the diff strategy reads the same poll pages first
         size["diff"] += size["poll"]
+        notifications, self.notifications = self.notifications, 0
         return CheckFigures(
             hour=hour,
             citations=len(citations),
@@ -174,6 +207,7 @@ class Checker:
             title_caught=len(by_title) if self.title_check else None,
             calls=calls,
             bytes=size,
+            notifications=notifications,
         )
 
     def _by_read(self, citations: list[Cited]) -> set[int]:
@@ -224,6 +258,26 @@ class Checker:
                 if result.changed:
                     self.diff_stale.add(key)
         return {i for i, c in enumerate(citations) if (c.article_id, c.stamp) in self.diff_stale}
+
+    def _by_listen(self, citations: list[Cited]) -> set[int]:
+        """One read per article notified since the last check; a citation is stale when the
+        last such read of its article returned another version, or `gone`."""
+        notified, self.notified = self.notified, set()
+        for article_id in sorted(notified):
+            result = self.agent.read("check:listen", article_id)
+            if isinstance(result, KbesError):
+                if result.code != "gone":
+                    raise SimulationError(f"read of a notified article: {result.to_dict()}")
+                self.heard[article_id] = None
+            else:
+                self.heard[article_id] = parse_timestamp(result.updated_at)
+        stale: set[int] = set()
+        for i, c in enumerate(citations):
+            if c.article_id in self.heard:
+                heard = self.heard[c.article_id]
+                if heard is None or heard != c.updated_at:
+                    stale.add(i)
+        return stale
 
     def _by_title(self, citations: list[Cited]) -> set[int]:
         still_there: dict[str, bool] = {}
