@@ -32,7 +32,7 @@ from kbes.errors import (
 )
 from kbes.knowledge_base import KnowledgeBase
 from kbes.mapper import MsgspecMapper
-from kbes.projections import search as search_index
+from kbes.projections.search_index import SearchIndex
 from kbes.projections.views import Views
 from kbes.receipt import EditReceipt, receipt_id
 from kbes.recorder import FEED_KWARG, FeedApplicationRecorder, KbesSQLiteFactory
@@ -100,6 +100,7 @@ class KnowledgeBaseStore(Application):
             application_name=self.name,
         )
         self.views.create_table()
+        self.search_index = SearchIndex(self.views, self.recorder)
 
     def construct_mapper(self) -> MsgspecMapper:
         return MsgspecMapper()
@@ -280,24 +281,26 @@ class KnowledgeBaseStore(Application):
     def rebuild(self, progress: Callable[[int], None] | None = None) -> int:
         """Drop the views and replay the whole log into them."""
         self.views.drop()
-        return self.catch_up(progress)
+        position = self.catch_up(progress)
+        self.search_index.rebuild()
+        return position
 
     # The agent tools ---------------------------------------------------------------------------
 
     def search(self, request: SearchRequest, grants: Grants = None) -> SearchResult:
         kb = self._knowledge_base_uuid(request.knowledge_base_id, grants)
-        self.catch_up()
-        expression = search_index.match_expression(request.query)
-        rows = [] if expression is None else self.views.search(str(kb), expression, request.limit)
+        head = self.catch_up()
         hits = [
             SearchHit(
-                article_id=row["article_id"],
-                title=row["title"],
-                snippet=row["snippet"],
-                updated_at=row["updated_at"],
-                citation=_row_citation(kb, row),
+                article_id=hit.article_id,
+                title=hit.title,
+                snippet=hit.snippet,
+                updated_at=hit.updated_at,
+                citation=Citation(
+                    knowledge_base_id=str(kb), article_id=hit.article_id, updated_at=hit.updated_at
+                ),
             )
-            for row in rows
+            for hit in self.search_index.search(str(kb), request.query, request.limit, head=head)
         ]
         return SearchResult(knowledge_base_id=str(kb), query=request.query, hits=hits)
 
