@@ -38,7 +38,7 @@ FULL_BUILD_GAP = 200_000
 """Past this many events behind, the index is built whole from the article view: reading the
 log for the ids it touched would cost more than the build."""
 
-ROW_COLUMNS = "article_id, knowledge_base_id, title, content, status, updated_at"
+ROW_COLUMNS = "article_id, knowledge_base_id, title, content, status, updated_at, seq"
 
 
 class IndexBusy(RuntimeError):
@@ -176,7 +176,10 @@ class SearchIndex:
         if position == 0 or head - position > FULL_BUILD_GAP:
             writer.delete_all_documents()
             with self.views.read() as c:
-                c.execute(f"SELECT {ROW_COLUMNS} FROM view_articles WHERE status = 'published'")
+                c.execute(
+                    f"SELECT {ROW_COLUMNS} FROM view_articles WHERE status = 'published' "
+                    "ORDER BY seq"
+                )
                 tantivy_index.write_rows(writer, _rows(c), replace=False)
                 head = max(head, _views_position(c, self.views.application_name))
         else:

@@ -30,6 +30,9 @@ TITLE = "title"
 CONTENT = "content"
 UPDATED_AT = "updated_at"
 POSITION = "position"
+SEQ = "seq"
+"""The article's draft order (the view's seq): ties in score go to the older article, as
+FTS5's ranking did, whatever order the documents were written in."""
 POSITION_KEY = "@position"
 """The article id of the document that holds the index's position (no UUID looks like it)."""
 
@@ -71,6 +74,7 @@ def schema() -> tantivy.Schema:
     builder.add_text_field(CONTENT, stored=True, tokenizer_name=ANALYZER_NAME)
     builder.add_text_field(UPDATED_AT, stored=True, tokenizer_name="raw", index_option="basic")
     builder.add_unsigned_field(POSITION, stored=True)
+    builder.add_unsigned_field(SEQ, stored=True)
     return builder.build()
 
 
@@ -91,9 +95,10 @@ def open_index(path: str | os.PathLike[str] | None) -> tantivy.Index:
 
 
 def document(
-    article_id: str, knowledge_base_id: str, title: str, content: str, updated_at: str
+    article_id: str, knowledge_base_id: str, title: str, content: str, updated_at: str, seq: int
 ) -> tantivy.Document:
     return tantivy.Document(
+        seq=seq,
         article_id=article_id,
         knowledge_base_id=knowledge_base_id,
         title=title,
@@ -155,14 +160,13 @@ def search(searcher: tantivy.Searcher, knowledge_base_id: str, query: str, limit
     if not words or limit <= 0:
         return []
     built = build_query(knowledge_base_id, words)
-    found = searcher.search(built, limit, count=False).hits
+    found = top(searcher, built, limit)
     if not found:
         return []
     snippets = tantivy.SnippetGenerator.create(searcher, built, SCHEMA, CONTENT)
     snippets.set_max_num_chars(SNIPPET_CHARS)
     hits = []
-    for _, address in found:
-        doc = searcher.doc(address)
+    for _, _, doc in found:
         content = doc[CONTENT][0]
         hits.append(
             Hit(
@@ -173,6 +177,22 @@ def search(searcher: tantivy.Searcher, knowledge_base_id: str, query: str, limit
             )
         )
     return hits
+
+
+def top(
+    searcher: tantivy.Searcher, query: tantivy.Query, limit: int
+) -> list[tuple[float, int, tantivy.Document]]:
+    """The `limit` best documents by score, ties broken by draft order: asks for more while
+    the score at the cut is tied with the next one, so the cut never splits a tie by chance."""
+    wanted = limit
+    while True:
+        hits = searcher.search(query, wanted + 1, count=False).hits
+        if len(hits) <= wanted or hits[-1][0] != hits[limit - 1][0]:
+            break  # every match in hand, or every document tied with the cut
+        wanted *= 2
+    docs = [(-score, searcher.doc(address)) for score, address in hits]
+    ranked = sorted((score, doc[SEQ][0], doc) for score, doc in docs)
+    return ranked[:limit]
 
 
 def snippet(content: str, found: tantivy.Snippet) -> str:
@@ -190,17 +210,18 @@ def snippet(content: str, found: tantivy.Snippet) -> str:
     return f"{ELLIPSIS if start > 0 else ''}{text.strip()}{ELLIPSIS if end < len(content) else ''}"
 
 
-Row = tuple[str, str, str, str, str, str]
-"""(article id, knowledge base id, title, content, status, updated_at) of the article view."""
+Row = tuple[str, str, str, str, str, str, int]
+"""(article id, knowledge base id, title, content, status, updated_at, seq) of the article
+view."""
 
 
 def write_rows(writer: tantivy.IndexWriter, rows: Iterable[Row], *, replace: bool) -> None:
     """Each article as the view has it: its document replaced if published, deleted if not."""
-    for article_id, kb, title, content, status, updated_at in rows:
+    for article_id, kb, title, content, status, updated_at, seq in rows:
         if replace:
             writer.delete_documents_by_term(ARTICLE_ID, article_id)
         if status == "published":
-            writer.add_document(document(article_id, kb, title, content, updated_at))
+            writer.add_document(document(article_id, kb, title, content, updated_at, seq))
 
 
 def set_position(writer: tantivy.IndexWriter, position: int) -> None:

@@ -139,8 +139,8 @@ class Tantivy:
 
     def load(self, docs: Docs) -> None:
         writer = self.index.writer(text_index.BULK_HEAP, 0)
-        for article, kb, title, content in docs:
-            writer.add_document(text_index.document(article, kb, title, content, "t"))
+        for seq, (article, kb, title, content) in enumerate(docs):
+            writer.add_document(text_index.document(article, kb, title, content, "t", seq))
         writer.commit()
         writer.wait_merging_threads()
         self.index.reload()
@@ -152,7 +152,7 @@ class Tantivy:
         article, kb, title, content = doc
         writer = self.index.writer(text_index.WRITER_HEAP, 1)
         writer.delete_documents_by_term(text_index.ARTICLE_ID, article)
-        writer.add_document(text_index.document(article, kb, title, content, "t"))
+        writer.add_document(text_index.document(article, kb, title, content, "t", 0))
         writer.commit()
         del writer
 

@@ -1,0 +1,50 @@
+"""A process for the search-index tests: it opens a store and runs one search, printing the
+hits' article ids; with `--hang-before-commit` it stops inside the index's catch-up, after the
+documents and the new position are written to the writer and before the commit, says so, and
+waits to be killed (holding tantivy's writer lock).
+
+    python search_worker.py DB VIEWS KB QUERY [--hang-before-commit]
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+import time
+from typing import Any
+
+from kbes import call_tool, open_store
+
+HANGING = "hanging before the index commit"
+
+
+def say(**line: Any) -> None:
+    print(json.dumps(line), flush=True)
+
+
+def hang_before_commit() -> None:
+    from kbes.projections import tantivy_index
+
+    original = tantivy_index.set_position
+
+    def set_then_hang(writer: Any, position: int) -> None:
+        original(writer, position)
+        say(state=HANGING, position=position)
+        time.sleep(3600)
+
+    tantivy_index.set_position = set_then_hang
+
+
+def main(argv: list[str]) -> None:
+    if "--hang-before-commit" in argv:
+        argv.remove("--hang-before-commit")
+        hang_before_commit()
+    db, views, kb, query = argv
+    store = open_store(db, views=views or None)
+    result = call_tool(store, "search_knowledge_base", {"knowledge_base_id": kb, "query": query})
+    say(hits=[hit.article_id for hit in result.hits])
+    store.close()
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])
