@@ -46,9 +46,11 @@ class IndexBusy(RuntimeError):
 
 
 def index_path(views: Any) -> Path | None:
-    """`<views file>.search`, or None (in memory) for an in-memory views database."""
+    """`<views file>.search`, or None (in memory) for an in-memory views database and for a
+    throwaway one (synchronous=OFF, the simulations' and bulk loads'): nothing of its index
+    needs to outlive the process, and a commit in memory writes no file."""
     pool = views.datastore.pool
-    if pool.is_sqlite_memory_mode:
+    if pool.is_sqlite_memory_mode or getattr(pool, "synchronous", "FULL") == "OFF":
         return None
     return Path(str(pool.db_name) + SUFFIX)
 
@@ -161,9 +163,13 @@ class SearchIndex:
             yield writer
         except BaseException:
             writer.rollback()
-            raise
-        finally:
             del writer
+            raise
+        # Let the merges the commit started finish before the lock goes: the segments (and
+        # with them the scores, which count deleted documents until a merge drops them) are
+        # then the same for the same history, whatever the timing; dropping the writer would
+        # abandon them. Consumes the writer, which releases the lock.
+        writer.wait_merging_threads()
 
     def _reload(self) -> None:
         self.index.reload()
