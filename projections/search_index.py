@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import threading
 import time
+import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -72,8 +73,9 @@ class SearchIndex:
         self.index = tantivy_index.open_index(self.path)
         self.wait_seconds = wait_seconds
         self._lock = threading.Lock()
+        self.source = views_source(views)
         self._searcher = self.index.searcher()
-        self.position = tantivy_index.read_position(self._searcher)
+        self.position = tantivy_index.read_position(self._searcher, self.source)
 
     def search(self, knowledge_base_id: str, query: str, limit: int, *, head: int) -> list[Hit]:
         """The top hits once the index reflects the log up to `head` at least (the views'
@@ -174,7 +176,7 @@ class SearchIndex:
     def _reload(self) -> None:
         self.index.reload()
         self._searcher = self.index.searcher()
-        self.position = tantivy_index.read_position(self._searcher)
+        self.position = tantivy_index.read_position(self._searcher, self.source)
 
     def _apply(self, writer: tantivy.IndexWriter, position: int) -> None:
         """Bring the index from `position` to the views' position in one commit."""
@@ -199,7 +201,7 @@ class SearchIndex:
                         chunk,
                     )
                     tantivy_index.write_rows(writer, _rows(c), replace=True)
-        tantivy_index.set_position(writer, head)
+        tantivy_index.set_position(writer, head, self.source)
         writer.commit()
 
     def _changed(self, position: int, head: int) -> list[str]:
@@ -216,6 +218,22 @@ class SearchIndex:
                 ids[str(notification.originator_id)] = None
             start = notifications[-1].id + 1
         return list(ids)
+
+
+SOURCE_TABLE = "kbes_search_source"
+
+
+def views_source(views: Any) -> str:
+    """The id of these views, made with them (a table of its own in the views file): the
+    index records it beside its position, so an index never outlives the views it follows."""
+    with views.write() as c:
+        c.execute(f"CREATE TABLE IF NOT EXISTS {SOURCE_TABLE} (id TEXT NOT NULL)")
+        c.execute(f"SELECT id FROM {SOURCE_TABLE}")
+        row = c.fetchone()
+        if row is None:
+            row = (uuid.uuid4().hex,)
+            c.execute(f"INSERT INTO {SOURCE_TABLE} VALUES (?)", row)
+    return str(row[0])
 
 
 def _rows(c: Any) -> Iterator[Row]:

@@ -35,6 +35,10 @@ SEQ = "seq"
 FTS5's ranking did, whatever order the documents were written in."""
 POSITION_KEY = "@position"
 """The article id of the document that holds the index's position (no UUID looks like it)."""
+SOURCE = "source"
+"""On the position document: the id of the views the index was built beside. An index left
+beside a views file made anew (a deleted database, a cleared cache) holds another id, so its
+position counts for nothing and it is built again whole."""
 
 ANALYZER_NAME = "kbes_en"
 TITLE_BOOST = 10.0
@@ -75,6 +79,7 @@ def schema() -> tantivy.Schema:
     builder.add_text_field(UPDATED_AT, stored=True, tokenizer_name="raw", index_option="basic")
     builder.add_unsigned_field(POSITION, stored=True)
     builder.add_unsigned_field(SEQ, stored=True)
+    builder.add_text_field(SOURCE, stored=True, tokenizer_name="raw", index_option="basic")
     return builder.build()
 
 
@@ -107,17 +112,19 @@ def document(
     )
 
 
-def position_document(position: int) -> tantivy.Document:
-    return tantivy.Document(article_id=POSITION_KEY, position=position)
+def position_document(position: int, source: str) -> tantivy.Document:
+    return tantivy.Document(article_id=POSITION_KEY, position=position, source=source)
 
 
-def read_position(searcher: tantivy.Searcher) -> int:
-    """The log position the searcher's commit reflects (0 for an empty index)."""
+def read_position(searcher: tantivy.Searcher, source: str) -> int:
+    """The log position the searcher's commit reflects: 0 for an empty index, or one built
+    beside other views than `source`."""
     query = tantivy.Query.term_query(SCHEMA, ARTICLE_ID, POSITION_KEY)
     hits = searcher.search(query, 1, count=False).hits
     if not hits:
         return 0
-    return int(searcher.doc(hits[0][1])[POSITION][0])
+    doc = searcher.doc(hits[0][1])
+    return int(doc[POSITION][0]) if doc[SOURCE] == [source] else 0
 
 
 def terms(query: str) -> list[str]:
@@ -224,6 +231,6 @@ def write_rows(writer: tantivy.IndexWriter, rows: Iterable[Row], *, replace: boo
             writer.add_document(document(article_id, kb, title, content, updated_at, seq))
 
 
-def set_position(writer: tantivy.IndexWriter, position: int) -> None:
+def set_position(writer: tantivy.IndexWriter, position: int, source: str) -> None:
     writer.delete_documents_by_term(ARTICLE_ID, POSITION_KEY)
-    writer.add_document(position_document(position))
+    writer.add_document(position_document(position, source))

@@ -27,8 +27,8 @@ def hang_before_commit() -> None:
 
     original = tantivy_index.set_position
 
-    def set_then_hang(writer: Any, position: int) -> None:
-        original(writer, position)
+    def set_then_hang(writer: Any, position: int, source: str) -> None:
+        original(writer, position, source)
         say(state=HANGING, position=position)
         time.sleep(3600)
 

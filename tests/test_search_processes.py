@@ -181,3 +181,25 @@ def test_kbes_rebuild_rebuilds_the_index(db: str, tmp_path: Path) -> None:
     assert search(again, kb, "archive reports") == before
     assert str(ids[0]) not in before
     again.close()
+
+
+def test_an_index_left_beside_a_new_database_is_built_again(tmp_path: Path) -> None:
+    """A deleted database whose index directory stayed: the new log's positions mean other
+    events, so the old index (and its articles) must not be trusted."""
+    db = tmp_path / "kbes.sqlite"
+    first = open_store(db)
+    kb = str(first.create_knowledge_base("Old"))
+    first.add_articles(kb, [(f"Old article {i}", "old text") for i in range(5)], publish=True)
+    assert len(search(first, kb, "old")) == 5
+    first.close()
+    for path in tmp_path.glob("kbes.sqlite*"):
+        if path.is_file():
+            path.unlink()
+    second = open_store(db)
+    assert second.search_index.position == 0
+    kb = str(second.create_knowledge_base("New"))
+    second.add_articles(kb, [(f"New article {i}", "new text") for i in range(9)], publish=True)
+    assert len(search(second, kb, "new")) == 9
+    titles = sorted(row[1] for row in second.search_index.dump())
+    assert titles == [f"New article {i}" for i in range(9)]
+    second.close()
