@@ -18,6 +18,7 @@ analyses the text, is a term query on the title (boosted) or the content; any wo
 from __future__ import annotations
 
 import os
+import shutil
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any, NamedTuple
@@ -93,7 +94,15 @@ def open_index(path: str | os.PathLike[str] | None) -> tantivy.Index:
         index = tantivy.Index(SCHEMA)
     else:
         Path(path).mkdir(parents=True, exist_ok=True)
-        index = tantivy.Index(SCHEMA, path=os.fspath(path), reuse=True)
+        try:
+            index = tantivy.Index(SCHEMA, path=os.fspath(path), reuse=True)
+        except ValueError as e:
+            if "schema does not match" not in str(e):
+                raise
+            # An index of another kbes version: a projection, so rebuilt from the log.
+            shutil.rmtree(path)
+            Path(path).mkdir(parents=True)
+            index = tantivy.Index(SCHEMA, path=os.fspath(path), reuse=True)
     index.register_tokenizer(ANALYZER_NAME, ANALYZER)
     index.config_reader(reload_policy="Manual")
     return index

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -15,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import tantivy
 from mcp_harness import KBES
 from search_worker import HANGING
 
@@ -203,3 +205,22 @@ def test_an_index_left_beside_a_new_database_is_built_again(tmp_path: Path) -> N
     titles = sorted(row[1] for row in second.search_index.dump())
     assert titles == [f"New article {i}" for i in range(9)]
     second.close()
+
+
+def test_an_index_of_another_schema_is_built_again(tmp_path: Path) -> None:
+    db = tmp_path / "kbes.sqlite"
+    store = open_store(db)
+    kb = str(store.create_knowledge_base("Support"))
+    store.add_articles(kb, [("Sync tags", "Tags sync nightly.")], publish=True)
+    store.close()
+    old = tantivy.SchemaBuilder()
+    old.add_text_field("body", stored=True)
+    index_dir = tmp_path / "kbes.sqlite.search"
+    shutil.rmtree(index_dir, ignore_errors=True)
+    index_dir.mkdir()
+    writer = tantivy.Index(old.build(), path=str(index_dir)).writer(15_000_000, 1)
+    writer.commit()
+    writer.wait_merging_threads()
+    again = open_store(db)
+    assert len(search(again, kb, "tags")) == 1
+    again.close()
