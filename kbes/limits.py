@@ -63,8 +63,13 @@ ENV_VARS = {
 }
 """The environment variable that sets each limit."""
 
-LIMITS = Limits.from_env(os.environ)
-"""The limits of this process."""
+try:
+    LIMITS = Limits.from_env(os.environ)
+    """The limits of this process."""
+except ValueError as e:
+    # Read while kbes is imported, before any command can report it: a clear line and exit 1,
+    # not a traceback, for the operator who mistyped the variable.
+    raise SystemExit(f"kbes: {e}") from None
 
 
 def title_problem(title: str) -> str | None:
