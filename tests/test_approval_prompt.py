@@ -122,4 +122,3 @@ async def test_a_long_change_says_how_much_is_not_shown(tmp_path: Path) -> None:
     last = message.splitlines()[-1]
     assert "more lines" in last and "not shown" in last, last
     assert len(message) < 4000
-
