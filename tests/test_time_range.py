@@ -17,9 +17,9 @@ from mcp.client.client import Client
 from kbes import KnowledgeBaseStore, call_tool
 from kbes.cli import main
 from kbes.errors import KbesError
-from kbes.history_tools import DIFF_TOOL, HISTORY_TOOLS
 from kbes.server import KbesMCP
-from kbes.tools import TOOLS
+from kbes.tools import HISTORY_TOOLS, TOOLS
+from kbes.tools.diff import DIFF_TOOL
 
 OUT_OF_RANGE = ["0001-01-01T00:00:00+05:30", "9999-12-31T23:59:59-05:00"]
 
