@@ -3,6 +3,8 @@ history)."""
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import click
@@ -22,6 +24,22 @@ kb_option = click.option(
 @click.group()
 def article() -> None:
     """Add, save, publish, unpublish, list and show articles (as a person, not an agent)."""
+
+
+OPTION_OF_FIELD = {"title": "--title (or --file's `# ` heading)", "content": "--content / --file"}
+"""The option a person gives each field the domain checks (`kbes.limits`)."""
+
+
+@contextmanager
+def as_options() -> Iterator[None]:
+    """The domain's refusal of a title or content, named by the option that gave it."""
+    try:
+        yield
+    except InvalidArgument as e:
+        option = OPTION_OF_FIELD.get(e.details.get("field", ""))
+        if option is None:
+            raise
+        raise click.BadParameter(e.message, param_hint=option) from None
 
 
 @article.command("add")
@@ -46,7 +64,8 @@ def add(
     title = title if title is not None else text.heading
     if title is None:
         raise click.UsageError("give the title with --title, or a --file with a `# ` heading")
-    click.echo(str(store.add_article(kb, title, text.content, publish=publish)))
+    with as_options():
+        click.echo(str(store.add_article(kb, title, text.content, publish=publish)))
 
 
 @article.command("save")
@@ -69,7 +88,9 @@ def save(
     of the article stays current) and says so on stderr. Prints the article's version."""
     text = read_content(content, file, required=title is None)
     title = title if title is not None else text.heading
-    if store.save_article(kb, article_id, content=text.content, title=title) is None:
+    with as_options():
+        saved = store.save_article(kb, article_id, content=text.content, title=title)
+    if saved is None:
         click.echo("unchanged: the content and title are already these; nothing written", err=True)
     click.echo(format_timestamp(store.get_article(article_id).updated_at))
 

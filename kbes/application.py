@@ -37,6 +37,7 @@ from kbes.feed import FeedEvent, FeedReader
 from kbes.ids import parse_id, require_id
 from kbes.internals import project_unchecked, save_unchecked
 from kbes.knowledge_base import KnowledgeBase
+from kbes.limits import require_content, require_idempotency_key, require_title
 from kbes.mapper import MsgspecMapper
 from kbes.projections import search as search_index
 from kbes.projections.views import Views
@@ -267,7 +268,13 @@ class KnowledgeBaseStore(Application):
         title: str | None = None,
     ) -> Edited:
         """An agent's edit: applied only if the article is still at `expected_version`, and
-        at most once per `idempotency_key` (a retry answers the first result, as a replay)."""
+        at most once per `idempotency_key` (a retry answers the first result, as a replay).
+        The limits and the title rule are checked first, so a refused edit never depends on
+        the article's state."""
+        require_idempotency_key(idempotency_key)
+        require_content(content)
+        if title is not None:
+            require_title(title)
         kb = self._knowledge_base_uuid(knowledge_base_id)
         parsed = parse_id(article_id)
         if parsed is None:
@@ -391,10 +398,8 @@ def _version_conflict(article: Article, expected: datetime) -> ArticleChanged:
 
 
 def _require_title(title: str) -> str:
-    title = title.strip()
-    if not title:
-        raise InvalidArgument("an article needs a non-empty title", field="title")
-    return title
+    """A person's title without the spaces around it; the aggregate applies the title rule."""
+    return title.strip()
 
 
 def open_store(

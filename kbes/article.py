@@ -11,6 +11,7 @@ from eventsourcing.domain import Aggregate
 from kbes.aggregate import copy_aggregate
 from kbes.clock import SystemClock, next_timestamp
 from kbes.errors import InvalidState
+from kbes.limits import require_content, require_title
 
 _SYSTEM_CLOCK = SystemClock()
 
@@ -78,7 +79,11 @@ class Article(Aggregate):
         at: datetime | None = None,
         id: UUID | None = None,
     ) -> Article:
-        """Draft a new article; `id` lets an importer derive it from a stable key."""
+        """Draft a new article; `id` lets an importer derive it from a stable key. The title
+        rule and the limits (`kbes.limits`) are checked here, for every door; not in
+        `__init__`, which also folds the log, whose past events must always replay."""
+        require_title(title)
+        require_content(content)
         return cls._create(
             cls.Drafted,
             id=id,
@@ -108,9 +113,14 @@ class Article(Aggregate):
 
         A save that changes neither content nor title emits nothing and returns False: the
         version stays, so no citation of it turns stale for nothing, whichever door (an agent's
-        edit, a person's save, an import) the save came through."""
+        edit, a person's save, an import) the save came through. A new title or content is
+        held to the title rule and the limits of `kbes.limits`."""
         if content == self.content and title in (None, self.title):
             return False
+        if title is not None and title != self.title:
+            require_title(title)
+        if content != self.content:
+            require_content(content)
         if title is not None and title != self.title:
             self.trigger_event(
                 self.Retitled,

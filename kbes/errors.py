@@ -199,6 +199,7 @@ _HINTS = {
     "idempotency_key": "pass a non-empty key unique to this intended change, e.g. a UUID",
     "after_sequence": "pass 0 or the next_sequence returned by the previous poll",
     "content": "pass the whole new article text",
+    "title": "pass one line of visible text, or omit title to keep the current one",
     "knowledge_base_id": "pass the id of a granted knowledge base",
     "article_id": "pass the article_id from a search hit or citation",
 }

@@ -60,6 +60,22 @@ class ArticleHistory:
             return self.versions
         return tuple(v for v in self.versions if v.at <= instant)
 
+    def polled(self) -> tuple[Version, ...]:
+        """The versions the event feed (`poll_resource_events`) shows: publishing,
+        unpublishing, and saves and retitles made while the article was published; never the
+        draft, nor a save made while unpublished. The same rule as the feed's
+        (`kbes.application.feed_entries`), so no other tool shows an agent more than it could
+        have polled."""
+        shown: list[Version] = []
+        published = False
+        for version in self.versions:
+            if version.type in ("published", "unpublished"):
+                published = version.type == "published"
+                shown.append(version)
+            elif version.type in CONTENT_EVENTS and published:
+                shown.append(version)
+        return tuple(shown)
+
     def at(self, instant: datetime) -> Version | None:
         """The version whose `updated_at` is exactly `instant`, compared as instants."""
         for version in self.versions:

@@ -9,6 +9,8 @@ from __future__ import annotations
 import errno
 import os
 import stat
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from uuid import UUID, uuid5
@@ -122,6 +124,19 @@ def _not_utf8(name: str) -> bool:
     return False
 
 
+@contextmanager
+def _naming(key: str) -> Iterator[None]:
+    """The domain's refusal of a heading-derived title or an over-long file, naming the file:
+    the import stops (it is all or nothing) and the person fixes that one file."""
+    try:
+        yield
+    except InvalidArgument as e:
+        what = "its `# ` heading or file name" if e.details.get("field") == "title" else "it"
+        raise InvalidArgument(
+            f"{shown(key)}: {e.message}; fix {what} and import again", field=e.details.get("field")
+        ) from None
+
+
 def import_id(knowledge_base_id: UUID, relative_path: str) -> UUID:
     return uuid5(knowledge_base_id, relative_path)
 
@@ -150,13 +165,18 @@ def import_folder(
         try:
             article: Article = store.repository.get(article_id)
         except AggregateNotFoundError:
-            article = Article.draft(
-                kb, title, content, at=next_timestamp(store.clock, None), id=article_id
-            )
+            with _naming(key):
+                article = Article.draft(
+                    kb, title, content, at=next_timestamp(store.clock, None), id=article_id
+                )
             report.added.append(key)
         else:
             old_title = article.title
-            if article.save(content, title, at=next_timestamp(store.clock, article.updated_at)):
+            with _naming(key):
+                saved = article.save(
+                    content, title, at=next_timestamp(store.clock, article.updated_at)
+                )
+            if saved:
                 if old_title != title:
                     report.retitled.append(key)
                 report.saved.append(key)

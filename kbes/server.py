@@ -16,6 +16,7 @@ import logging
 import socket
 from collections.abc import Iterable, Sequence
 from typing import Any
+from uuid import UUID
 
 import anyio
 import anyio.to_thread
@@ -32,6 +33,7 @@ from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 from starlette.applications import Starlette
 
 from kbes.application import KnowledgeBaseStore
+from kbes.approval import approval_message
 from kbes.edit_policy import EDIT_POLICIES, EditPolicy
 from kbes.errors import (
     ApprovalRequired,
@@ -164,7 +166,7 @@ class KbesMCP:
         except KbesError as e:
             return error_result(e)
         if writes(tool):
-            refusal = await self._approve(ctx, params, tool, request)
+            refusal = await self._approve(ctx, params, tool, request, kb)
             if refusal is not None:
                 return refusal
         try:
@@ -206,6 +208,7 @@ class KbesMCP:
         params: types.CallToolRequestParams,
         tool: Tool,
         request: Any,
+        kb: UUID,
     ) -> types.CallToolResult | types.InputRequiredResult | None:
         """None when the write may go ahead; otherwise what to answer instead."""
         if self.edits == "allow":
@@ -220,12 +223,17 @@ class KbesMCP:
             )
         if not client_can_elicit(ctx.session.client_capabilities):
             return error_result(_approval_required(tool, "this MCP client does not support it"))
-        message = approval_message(tool, request)
+        # The prompt shows the article as it is now, read through the store (in a worker).
+        message = functools.partial(
+            anyio.to_thread.run_sync,
+            functools.partial(approval_message, tool, request, self.store, kb),
+            limiter=self._limiter,
+        )
         if ctx.protocol_version in MODERN_PROTOCOL_VERSIONS:
             answer = (params.input_responses or {}).get(APPROVAL_KEY)
             if answer is None or params.request_state != APPROVAL_STATE:
                 return types.InputRequiredResult(
-                    input_requests={APPROVAL_KEY: elicit_request(message)},
+                    input_requests={APPROVAL_KEY: elicit_request(await message())},
                     request_state=APPROVAL_STATE,
                 )
             if not isinstance(answer, types.ElicitResult):
@@ -236,7 +244,7 @@ class KbesMCP:
                 return error_result(_approval_required(tool, "this connection cannot ask"))
             try:
                 answer = await ctx.session.elicit_form(
-                    message, APPROVAL_SCHEMA, related_request_id=ctx.request_id
+                    await message(), APPROVAL_SCHEMA, related_request_id=ctx.request_id
                 )
             except MCPError as e:
                 return error_result(_approval_required(tool, f"the client failed: {e}"))
@@ -339,18 +347,6 @@ def elicit_request(message: str) -> types.ElicitRequest:
     return types.ElicitRequest(
         params=types.ElicitRequestFormParams(message=message, requested_schema=APPROVAL_SCHEMA)
     )
-
-
-def approval_message(tool: Tool, request: Any, *, preview: int = 600) -> str:
-    """What the user sees before approving a write: the tool and every argument, long values
-    shortened."""
-    lines = [f"An agent asks to run {tool.name} ({tool.title}). Accept to let kbes write it."]
-    for key, value in msgspec.to_builtins(request).items():
-        text = value if isinstance(value, str) else msgspec.json.encode(value).decode()
-        if len(text) > preview:
-            text = f"{text[:preview]}… ({len(text)} characters in all)"
-        lines.append(f"{key}: {text}")
-    return "\n".join(lines)
 
 
 def _approval_required(tool: Tool, reason: str) -> ApprovalRequired:

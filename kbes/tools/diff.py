@@ -52,9 +52,11 @@ def diff_article(store: KnowledgeBaseStore, request: DiffRequest, kb: UUID) -> D
             no_longer_an_answer(request.article_id, latest.updated_at),
             unpublished_at=latest.updated_at,
         )
+    # Exactly the events a poll reported after the cited version: saves made while the
+    # article was unpublished stay hidden here as they are in the feed.
     changes = [
         ArticleChange(sequence=v.sequence, type=v.type, updated_at=v.updated_at)
-        for v in article.versions
+        for v in article.polled()
         if v.version > cited.version
     ]
     return DiffResult(

@@ -6,13 +6,22 @@ from __future__ import annotations
 GRANTS_HINT = "check the id against the citation or the list of granted knowledge bases"
 
 
+def shown_id(value: object) -> str:
+    """An id as the caller sent it; quoted, and said so, when blanks around it are why it names
+    nothing (`" KB "` looks like a good id in a message otherwise)."""
+    text = str(value)
+    if text != text.strip():
+        return f"{text!r} (it has blanks around it: pass the id exactly as the citation gives it)"
+    return text
+
+
 def no_knowledge_base(knowledge_base_id: object) -> str:
-    return f"no knowledge base {knowledge_base_id} is available here; {GRANTS_HINT}"
+    return f"no knowledge base {shown_id(knowledge_base_id)} is available here; {GRANTS_HINT}"
 
 
 def no_article(article_id: object) -> str:
     return (
-        f"no published article {article_id} in this knowledge base; "
+        f"no published article {shown_id(article_id)} in this knowledge base; "
         "search the knowledge base for current articles"
     )
 

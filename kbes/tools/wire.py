@@ -11,6 +11,7 @@ import msgspec
 from msgspec import UNSET, Meta, UnsetType
 
 from kbes.clock import to_utc
+from kbes.limits import LIMITS, content_problem, idempotency_key_problem, title_problem
 
 MAX_SEQUENCE = 2**63 - 1
 """The largest notification id SQLite and PostgreSQL can store (a signed 64-bit integer)."""
@@ -82,7 +83,7 @@ class EditRequest(Request):
         str,
         Meta(
             min_length=1,
-            max_length=1_000_000,
+            max_length=LIMITS.content_chars,
             description="The whole new content of the article (it replaces the old content).",
         ),
     ]
@@ -100,7 +101,7 @@ class EditRequest(Request):
         str,
         Meta(
             min_length=1,
-            max_length=200,
+            max_length=LIMITS.idempotency_key_chars,
             description=(
                 "A key unique to this intended change; retrying with the same key "
                 "never writes twice and returns the first result."
@@ -110,10 +111,31 @@ class EditRequest(Request):
     title: (
         Annotated[
             str,
-            Meta(min_length=1, max_length=300, description="New title; omit to keep it."),
+            Meta(
+                min_length=1,
+                max_length=LIMITS.title_chars,
+                description=(
+                    "New title, one line of visible text (no control or format characters); "
+                    "omit to keep it."
+                ),
+            ),
         ]
         | UnsetType
     ) = UNSET
+
+    def __post_init__(self) -> None:
+        """The domain's title rule and limits (`kbes.limits`), checked while parsing, so a
+        refused edit is `invalid_argument` naming the field before the user is asked to
+        approve it; the aggregate checks the same again for every other door."""
+        super().__post_init__()
+        problems = {
+            "title": None if self.title is UNSET else title_problem(self.title),
+            "content": content_problem(self.content),
+            "idempotency_key": idempotency_key_problem(self.idempotency_key),
+        }
+        for name, problem in problems.items():
+            if problem is not None:
+                raise ValueError(f"{problem} - at `$.{name}`")
 
 
 class PollRequest(Request):
