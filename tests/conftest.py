@@ -48,7 +48,7 @@ def runner(db_path: Path, monkeypatch: pytest.MonkeyPatch) -> CliRunner:
 # Tests that fix their own max_examples keep it.
 settings.register_profile(
     "ci",
-    max_examples=30,
+    max_examples=50,
     deadline=None,
     suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
     print_blob=True,

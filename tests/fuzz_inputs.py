@@ -8,7 +8,6 @@ from __future__ import annotations
 from typing import Any, NamedTuple
 
 from hypothesis import strategies as st
-from mcp_harness import Seed
 
 from kbes import KnowledgeBaseStore
 from kbes.tools import TOOLS
@@ -16,8 +15,8 @@ from kbes.tools.wire import MAX_SEQUENCE, ReadRequest
 
 
 class Ref(NamedTuple):
-    """A seeded id (`name` a field of `Seed`) or the current version of the seeded article
-    (`name` "version"), written in `form`."""
+    """A seeded id (`name` a field of `Seed`, or "retired", an unpublished article) or the
+    current version of the seeded article (`name` "version"), written in `form`."""
 
     name: str
     form: str
@@ -115,7 +114,7 @@ def ids(*names: str) -> st.SearchStrategy[Any]:
 
 
 KBS = ("kb", "kb", "other_kb")
-ARTICLES = ("password", "password", "billing", "other_article", "draft", "kb")
+ARTICLES = ("password", "password", "billing", "other_article", "draft", "retired", "kb")
 versions = st.one_of(
     st.builds(Ref, st.just("version"), st.sampled_from(VERSION_FORMS)),
     st.builds(Ref, st.just("version"), st.just("exact")),
@@ -220,16 +219,17 @@ def _version_form(version: str, form: str) -> str:
     }[form]
 
 
-def resolve(value: Any, seed: Seed, store: KnowledgeBaseStore) -> Any:
-    """`value` with every `Ref` in it replaced by the text it stands for."""
+def resolve(value: Any, ids: dict[str, str], store: KnowledgeBaseStore) -> Any:
+    """`value` with every `Ref` in it replaced by the text it stands for (`ids` maps the names
+    `Ref`s use to seeded ids)."""
     if isinstance(value, Ref):
         if value.name == "version":
-            request = ReadRequest(knowledge_base_id=seed.kb, article_id=seed.password)
+            request = ReadRequest(knowledge_base_id=ids["kb"], article_id=ids["password"])
             current = TOOLS["read_knowledge_article"].run(store, request, None).updated_at
             return _version_form(current, value.form)
-        return _id_form(getattr(seed, value.name), value.form)
+        return _id_form(ids[value.name], value.form)
     if isinstance(value, dict):
-        return {key: resolve(item, seed, store) for key, item in value.items()}
+        return {key: resolve(item, ids, store) for key, item in value.items()}
     if isinstance(value, list):
-        return [resolve(item, seed, store) for item in value]
+        return [resolve(item, ids, store) for item in value]
     return value

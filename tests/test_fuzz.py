@@ -57,12 +57,16 @@ class Fixture:
         self.store_path = db
         self.seed: Seed = seed(db)
         self.store: KnowledgeBaseStore = open_store(db)
+        kb = self.seed.kb
+        retired = self.store.add_article(kb, "Retired", "No longer served.", publish=True)
+        self.store.unpublish_article(kb, retired)
+        self.ids = {**vars(self.seed), "retired": str(retired)}
 
     def head(self) -> int:
         return self.store.recorder.max_notification_id() or 0
 
     def resolve(self, arguments: Any) -> Any:
-        return resolve(arguments, self.seed, self.store)
+        return resolve(arguments, self.ids, self.store)
 
 
 @pytest.fixture(scope="module")
