@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
+from hypothesis import HealthCheck, settings
 
 from kbes import KnowledgeBaseStore, open_store
 
@@ -39,3 +41,23 @@ def runner(db_path: Path, monkeypatch: pytest.MonkeyPatch) -> CliRunner:
     """A CLI runner whose commands use this test's database (through KBES_DB)."""
     monkeypatch.setenv("KBES_DB", str(db_path))
     return CliRunner()
+
+
+# Hypothesis: `ci` (the default) keeps the property suites to a bounded number of examples per
+# test; `long` is the documented deeper run (HYPOTHESIS_PROFILE=long, see docs/security.md).
+# Tests that fix their own max_examples keep it.
+settings.register_profile(
+    "ci",
+    max_examples=50,
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
+    print_blob=True,
+)
+settings.register_profile(
+    "long",
+    max_examples=2_000,
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
+    print_blob=True,
+)
+settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci"))

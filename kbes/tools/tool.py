@@ -10,9 +10,9 @@ from uuid import UUID
 
 import msgspec
 
-from kbes.errors import invalid_argument
+from kbes.errors import InvalidArgument, invalid_argument
 from kbes.tools.grants import Grants, admit
-from kbes.tools.wire import Request, Wire
+from kbes.tools.wire import NOT_UNICODE, Request, Wire, encodes
 
 if TYPE_CHECKING:
     from kbes.application import KnowledgeBaseStore
@@ -64,6 +64,10 @@ class Tool:
             return msgspec.convert(arguments or {}, self.request)
         except (msgspec.ValidationError, msgspec.DecodeError) as e:
             raise invalid_argument(e) from None
+        except UnicodeEncodeError:
+            # msgspec encodes a string to UTF-8 to parse it as a date-time, and a lone
+            # surrogate ("\ud800", which JSON can escape) has no UTF-8 form.
+            raise not_unicode(arguments) from None
 
     def admit(self, request: Any, grants: Grants) -> UUID:
         """The knowledge base the request may touch; `not_found` if the grants do not admit
@@ -74,6 +78,13 @@ class Tool:
     def run(self, store: KnowledgeBaseStore, request: Any, grants: Grants) -> Wire:
         """Admit the parsed request, then answer it."""
         return self.answer(store, request, self.admit(request, grants))
+
+
+def not_unicode(arguments: Any) -> InvalidArgument:
+    """`invalid_argument` naming the first field whose text holds a lone surrogate."""
+    fields = arguments.items() if isinstance(arguments, dict) else []
+    field = next((k for k, v in fields if isinstance(v, str) and not encodes(v)), None)
+    return InvalidArgument(NOT_UNICODE + (f" - at `$.{field}`" if field else ""), field=field)
 
 
 def inline_schema(struct: type[msgspec.Struct]) -> dict[str, Any]:

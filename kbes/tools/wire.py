@@ -5,7 +5,7 @@ one are one."""
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Annotated
+from typing import Annotated, ClassVar
 
 import msgspec
 from msgspec import UNSET, Meta, UnsetType
@@ -17,6 +17,21 @@ MAX_SEQUENCE = 2**63 - 1
 """The largest notification id SQLite and PostgreSQL can store (a signed 64-bit integer)."""
 
 
+NOT_UNICODE = (
+    "Expected text, got a lone surrogate (an escape such as \\ud800 alone), which is not "
+    "Unicode text"
+)
+
+
+def encodes(text: str) -> bool:
+    """Whether `text` is Unicode text (has a UTF-8 form): not so with a lone surrogate."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
 class Wire(msgspec.Struct, kw_only=True, frozen=True):
     """Base of every wire type."""
 
@@ -24,12 +39,20 @@ class Wire(msgspec.Struct, kw_only=True, frozen=True):
 class Request(Wire, forbid_unknown_fields=True):
     """Base of tool requests: an unknown argument is an error, not silently ignored."""
 
+    stored_text: ClassVar[tuple[str, ...]] = ()
+    """Text fields a write stores, which must be Unicode text (ids and queries that are not
+    simply find nothing, and their errors echo them escaped)."""
+
     def __post_init__(self) -> None:
         """A time that parses but has no UTC instant (`0001-01-01T00:00:00+05:30`) is refused
         here, as msgspec's own errors are (it wraps the ValueError, naming the field), so no
         tool meets it later as an OverflowError."""
         for name in self.__struct_fields__:
             value = getattr(self, name)
+            if name in self.stored_text and isinstance(value, str) and not encodes(value):
+                # JSON can escape a lone surrogate ("\ud800"), which no UTF-8 text holds:
+                # storing it in an event would fail half way through the write.
+                raise ValueError(f"{NOT_UNICODE} - at `$.{name}`")
             if isinstance(value, datetime):
                 try:
                     to_utc(value)
@@ -77,6 +100,8 @@ class ReadRequest(Request):
 
 
 class EditRequest(Request):
+    stored_text: ClassVar[tuple[str, ...]] = ("content", "title", "idempotency_key")
+
     knowledge_base_id: KnowledgeBaseId
     article_id: ArticleId
     content: Annotated[
