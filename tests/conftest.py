@@ -45,10 +45,12 @@ def runner(db_path: Path, monkeypatch: pytest.MonkeyPatch) -> CliRunner:
 
 # Hypothesis: `ci` (the default) keeps the property suites to a bounded number of examples per
 # test; `long` is the documented deeper run (HYPOTHESIS_PROFILE=long, see docs/security.md).
-# Tests that fix their own max_examples keep it.
+# Tests that fix their own max_examples keep it. `ci` is derandomized: every CI run draws the
+# same examples, so a red run is reproducible and a green one is not luck; `long` explores.
 settings.register_profile(
     "ci",
     max_examples=50,
+    derandomize=True,
     deadline=None,
     suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
     print_blob=True,
