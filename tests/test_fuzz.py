@@ -235,7 +235,10 @@ def test_mcp_stdio(world: Fixture, server: Server, name: str) -> None:
         before = world.head()
         # A protocol error (MCPError) or a timeout fails the example as it is raised.
         result = server.call(name, arguments)
-        assert len(result.content) == 1 and result.content[0].type == "text"
+        # The answer's JSON first; search hits and reads add a resource_link per citation.
+        assert result.content[0].type == "text"
+        assert all(item.type == "resource_link" for item in result.content[1:])
+        assert not result.content[1:] or not result.is_error
         answer = json.loads(result.content[0].text)
         outcome = "answered"
         if result.is_error:
