@@ -225,9 +225,8 @@ class KnowledgeBaseStore(Application):
         return self.views.catch_up(self.feed, self.mapper, progress=progress)
 
     def rebuild(self, progress: Callable[[int], None] | None = None) -> int:
-        """Drop the views and replay the whole log into them."""
-        self.views.drop()
-        return self.catch_up(progress)
+        """Replay the whole log into the views, invisibly to readers (Views.rebuild)."""
+        return self.views.rebuild(self.feed, self.mapper, progress)
 
     # The agents' queries and edit ------------------------------------------------------------
 

@@ -7,6 +7,7 @@ batch (another process caught them up) skips it, so several processes can share 
 
 from __future__ import annotations
 
+import logging
 import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -27,6 +28,8 @@ REPLAY_BYTES = 64 * 1024 * 1024
 """A replay (rebuild) reads the log in chunks and writes one transaction per REPLAY_EVENTS events
 or REPLAY_BYTES of folded rows: each B-tree page is then rewritten once for many rows rather
 than once or more per chunk, in bounded memory (kbes bench row 6)."""
+log = logging.getLogger(__name__)
+
 SEARCH_SUFFIX = ".search"
 """Tracking row of the search index: the position it reflects, -1 after a drop (rebuilt whole
 at the end of the replay), absent in a database older than it (follows the views)."""
@@ -92,6 +95,11 @@ class Views(SQLiteTrackingRecorder):
             while self.position < head:
                 with self.write() as c:
                     start = (max_tracking_id(self, c, self.application_name) or 0) + 1
+                    if start <= self.position or (start == 1 and _holds_rows(c)):
+                        # The tracking row went back or vanished under views that hold rows
+                        # (deleted by hand): folding from there would fold events twice.
+                        self.position = self._replay(c, recorder, mapper, progress)
+                        break
                     if start > head:
                         self.position = start - 1
                         break
@@ -103,26 +111,9 @@ class Views(SQLiteTrackingRecorder):
                         # Empty views and a long log (a new views file): a replay.
                         self._set_search_position(c, searched := -1)
                     follow = searched is None or searched == start - 1
-                    batch = articles.Batch()
-                    last: int | None = None
-                    while True:
-                        items, read = read_items(
-                            recorder, mapper, start, BATCH_SIZE if follow else REPLAY_CHUNK, head
-                        )
-                        if read is None:
-                            break
-                        batch.add(c, items)
-                        last, start = read, read + 1
-                        if (
-                            follow
-                            or start > head
-                            or batch.events >= REPLAY_EVENTS
-                            or batch.bytes >= REPLAY_BYTES
-                        ):
-                            break
+                    last = self._fold(c, recorder, mapper, start, head, follow=follow)
                     if last is None:
                         break
-                    batch.write(c, index_search=follow)
                     insert_tracking(self, c, Tracking(self.application_name, last))
                     if follow:
                         self._set_search_position(c, last)
@@ -131,6 +122,87 @@ class Views(SQLiteTrackingRecorder):
                 self.position = last
             self._finish_replay()
         return self.position
+
+    def rebuild(
+        self,
+        recorder: FeedReader,
+        mapper: EventDecoder,
+        progress: Callable[[int], None] | None = None,
+    ) -> int:
+        """Replay the whole log into emptied views in ONE write transaction: every reader
+        (another connection, another process) sees the old views until the new ones commit
+        whole, so a rebuild is invisible to them, and a rebuild killed part-way leaves the old
+        views as they were. Writers wait for it, as for any write (then `busy`: KBES_LOCK_TIMEOUT).
+        Tables dropped from outside are created again first."""
+        with self._lock, self.write() as c:
+            self.position = self._replay(c, recorder, mapper, progress)
+        return self.position
+
+    def repair(self, recorder: FeedReader, mapper: EventDecoder) -> None:
+        """Views damaged under a running process (a view table, the search index or the
+        tracking table dropped by hand) are rebuilt whole, as `kbes rebuild` does."""
+        log.warning("the views are missing a table; rebuilding them from the event log")
+        self.rebuild(recorder, mapper)
+
+    def _replay(
+        self,
+        c: SQLiteCursor,
+        recorder: FeedReader,
+        mapper: EventDecoder,
+        progress: Callable[[int], None] | None,
+    ) -> int:
+        """Empty the views and fold the whole log into them, in the caller's transaction
+        (which holds the write lock, so the head read here cannot be behind any position
+        another process has recorded); returns the new position."""
+        for statement in self.construct_create_table_statements():
+            c.execute(statement)
+        self._clear(c)
+        head = recorder.max_notification_id() or 0
+        position = 0
+        while position < head:
+            last = self._fold(c, recorder, mapper, position + 1, head, follow=False)
+            if last is None:
+                break
+            if progress is not None:
+                progress(last - position)
+            position = last
+        if position:
+            insert_tracking(self, c, Tracking(self.application_name, position))
+        self._build_replay_indexes(c, position)
+        return position
+
+    def _fold(
+        self,
+        c: SQLiteCursor,
+        recorder: FeedReader,
+        mapper: EventDecoder,
+        start: int,
+        head: int,
+        *,
+        follow: bool,
+    ) -> int | None:
+        """Fold one batch of the log from `start` into the views (and the search index if
+        `follow`); returns the last notification id folded, None when there was none."""
+        batch = articles.Batch()
+        last: int | None = None
+        while True:
+            items, read = read_items(
+                recorder, mapper, start, BATCH_SIZE if follow else REPLAY_CHUNK, head
+            )
+            if read is None:
+                break
+            batch.add(c, items)
+            last, start = read, read + 1
+            if (
+                follow
+                or start > head
+                or batch.events >= REPLAY_EVENTS
+                or batch.bytes >= REPLAY_BYTES
+            ):
+                break
+        if last is not None:
+            batch.write(c, index_search=follow)
+        return last
 
     def _search_position(self, c: SQLiteCursor) -> int | None:
         c.execute(self.select_max_tracking_id_statement, (self.application_name + SEARCH_SUFFIX,))
@@ -142,9 +214,8 @@ class Views(SQLiteTrackingRecorder):
         c.execute("INSERT INTO tracking VALUES (?, ?)", (name, position))
 
     def _finish_replay(self) -> None:
-        """If a replay left the search index behind, fill it whole from the article view in one
-        transaction (the published articles, as indexing batch by batch would have left them),
-        and build the indexes the replay dropped."""
+        """If a replay in batches (a new views file) left the search index behind, fill it
+        whole from the article view and build the indexes the replay dropped."""
         with self.read() as c:
             searched = self._search_position(c)
             if searched is None or searched == (
@@ -155,38 +226,48 @@ class Views(SQLiteTrackingRecorder):
             position = max_tracking_id(self, c, self.application_name) or 0
             if self._search_position(c) == position:
                 return
-            # All IF NOT EXISTS: builds the dropped indexes. SQLite sorts in runs of up to
-            # cache_size: smaller runs than the connection's 64 MiB cache keep the peak memory
-            # of a large rebuild down (kbes bench row 6b).
-            c.execute("PRAGMA cache_size")
-            cache_size = c.fetchone()[0]
-            c.execute("PRAGMA cache_size=-8192")
-            try:
-                for statement in articles.SCHEMA:
-                    c.execute(statement)
-            finally:
-                c.execute(f"PRAGMA cache_size={int(cache_size)}")
-            _recreate_search_index(c)
-            c.execute(
-                "INSERT INTO search_index (rowid, title, content) "
-                "SELECT seq, title, content FROM view_articles WHERE status = 'published'"
-            )
-            self._set_search_position(c, position)
+            self._build_replay_indexes(c, position)
+
+    def _build_replay_indexes(self, c: SQLiteCursor, position: int) -> None:
+        """The search index (the published articles, as indexing batch by batch would have
+        left them) and REPLAY_INDEXES, built whole from the article view, in one transaction."""
+        # All IF NOT EXISTS: builds the dropped indexes. SQLite sorts in runs of up to
+        # cache_size: smaller runs than the connection's 64 MiB cache keep the peak memory
+        # of a large rebuild down (kbes bench row 6b).
+        c.execute("PRAGMA cache_size")
+        cache_size = c.fetchone()[0]
+        c.execute("PRAGMA cache_size=-8192")
+        try:
+            for statement in articles.SCHEMA:
+                c.execute(statement)
+        finally:
+            c.execute(f"PRAGMA cache_size={int(cache_size)}")
+        _recreate_search_index(c)
+        c.execute(
+            "INSERT INTO search_index (rowid, title, content) "
+            "SELECT seq, title, content FROM view_articles WHERE status = 'published'"
+        )
+        self._set_search_position(c, position)
 
     def drop(self) -> None:
-        """Empty every view and forget the position, ready for a replay of the whole log. The
-        search index and REPLAY_INDEXES are built whole once the replay reaches the head."""
+        """Empty every view and forget the position, as a new views file is: the next
+        catch-up replays the whole log in batches (kbes.cli's rebuild uses `rebuild`)."""
         with self._lock, self.write() as c:
-            for table in articles.TABLES:
-                if table == "search_index":
-                    _recreate_search_index(c)
-                else:
-                    c.execute(f"DELETE FROM {table}")
-            for index in articles.REPLAY_INDEXES:
-                c.execute(f"DROP INDEX IF EXISTS {index}")
-            c.execute("DELETE FROM tracking WHERE application_name = ?", (self.application_name,))
-            self._set_search_position(c, -1)
+            self._clear(c)
             self.position = 0
+
+    def _clear(self, c: SQLiteCursor) -> None:
+        """Empty every view and forget its position. The search index and REPLAY_INDEXES are
+        built whole once a replay reaches the head."""
+        for table in articles.TABLES:
+            if table == "search_index":
+                _recreate_search_index(c)
+            else:
+                c.execute(f"DELETE FROM {table}")
+        for index in articles.REPLAY_INDEXES:
+            c.execute(f"DROP INDEX IF EXISTS {index}")
+        c.execute("DELETE FROM tracking WHERE application_name = ?", (self.application_name,))
+        self._set_search_position(c, -1)
 
     # Queries -----------------------------------------------------------------------------
 
@@ -276,6 +357,15 @@ class Views(SQLiteTrackingRecorder):
             )
             out["search_index"] = [tuple(row) for row in c.fetchall()]
             return out
+
+
+def _holds_rows(c: SQLiteCursor) -> bool:
+    """Whether the views hold anything (a views file that has never folded an event does not)."""
+    c.execute(
+        "SELECT EXISTS (SELECT 1 FROM view_knowledge_bases) "
+        "OR EXISTS (SELECT 1 FROM view_article_versions)"
+    )
+    return bool(c.fetchone()[0])
 
 
 def _recreate_search_index(c: SQLiteCursor) -> None:

@@ -70,9 +70,9 @@ def hang_in_views(where: str) -> None:
     if where == "tracking":
         views.Views._insert_tracking = hang(views.Views._insert_tracking)  # type: ignore[method-assign]
     elif where == "search-index":
-        # Not the drop's call at the start of a rebuild: the one that refills the index at the
-        # end of the replay.
-        views._recreate_search_index = hang(views._recreate_search_index, "_finish_replay")
+        # Not the call that empties the index at the start of a rebuild: the one that refills
+        # it at the end of the replay.
+        views._recreate_search_index = hang(views._recreate_search_index, "_build_replay_indexes")
     else:
         raise SystemExit(f"unknown --hang-in-views {where!r}")
 
