@@ -75,7 +75,9 @@ class KnowledgeBaseStore(Application):
         self._known_knowledge_bases: set[UUID] = set()
         # With a PostgreSQL log the views stay in a local SQLite file (kbes.postgres).
         factory = cast(ViewsHome, self.factory)
-        self.views = Views(factory.views_datastore, application_name=self.name)
+        self.views = Views(
+            factory.views_datastore, application_name=self.name, source=(self.feed, self.mapper)
+        )
         self.views.create_table()
 
     mapper: MsgspecMapper

@@ -7,14 +7,16 @@ batch (another process caught them up) skips it, so several processes can share 
 
 from __future__ import annotations
 
+import functools
 import logging
+import sqlite3
 import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from typing import Any, cast
+from typing import Any, Concatenate, ParamSpec, TypeVar, cast
 from uuid import UUID
 
-from eventsourcing.persistence import Notification, Tracking
+from eventsourcing.persistence import Notification, OperationalError, Tracking
 from eventsourcing.sqlite import SQLiteCursor, SQLiteDatastore, SQLiteTrackingRecorder
 
 from kbes.feed import EventDecoder, FeedReader, LoneSelect
@@ -35,14 +37,52 @@ SEARCH_SUFFIX = ".search"
 at the end of the replay), absent in a database older than it (follows the views)."""
 
 
+P = ParamSpec("P")
+R = TypeVar("R")
+
+
+def _healing(method: Callable[Concatenate[Views, P], R]) -> Callable[Concatenate[Views, P], R]:
+    """A view read or catch-up that finds a table of the views missing (dropped under a running
+    process) has them rebuilt (`Views.repair`) and runs once more, rather than failing every
+    call until a restart."""
+
+    @functools.wraps(method)
+    def healed(self: Views, /, *args: P.args, **kwargs: P.kwargs) -> R:
+        try:
+            return method(self, *args, **kwargs)
+        except Exception as e:
+            if self.source is None or not _missing_table(e):
+                raise
+        self.repair(*self.source)
+        return method(self, *args, **kwargs)
+
+    return healed
+
+
+def _missing_table(error: BaseException) -> bool:
+    """SQLite's "no such table" (eventsourcing wraps sqlite3's error, so the cause is read)."""
+    return any(
+        isinstance(e, sqlite3.OperationalError | OperationalError) and "no such table" in str(e)
+        for e in (error, error.__cause__, error.__context__)
+    )
+
+
 class Views(SQLiteTrackingRecorder):
     """Article state, version history and the search index, with their tracking position."""
 
-    def __init__(self, datastore: SQLiteDatastore, application_name: str) -> None:
-        """`datastore` also runs lone SELECTs (kbes.feed.LoneSelect): kbes.recorder's."""
+    def __init__(
+        self,
+        datastore: SQLiteDatastore,
+        application_name: str,
+        source: tuple[FeedReader, EventDecoder] | None = None,
+    ) -> None:
+        """`datastore` also runs lone SELECTs (kbes.feed.LoneSelect): kbes.recorder's. With
+        the `source` the views are folded from, a table of theirs dropped under this process
+        is rebuilt there and then (`repair`), as a fresh process would find it rebuilt."""
         super().__init__(datastore)
         self._select = cast(LoneSelect, datastore)
         self.application_name = application_name
+        self.source = source
         self._lock = threading.Lock()
         self.position = 0
 
@@ -54,8 +94,15 @@ class Views(SQLiteTrackingRecorder):
         ]
 
     def create_table(self) -> None:
+        with self.read() as c:
+            c.execute("SELECT name FROM sqlite_master WHERE type = 'table'")
+            missing = {"tracking", *articles.TABLES} - {r[0] for r in c.fetchall()}
         super().create_table()
         self.position = self.max_tracking_id(self.application_name) or 0
+        if missing and self.position and self.source is not None:
+            # A table dropped from views that had folded events: created empty just now, it
+            # would answer not_found for what the log holds.
+            self.repair(*self.source)
         self._finish_replay()  # a replay interrupted after its last batch
 
     @contextmanager
@@ -77,6 +124,7 @@ class Views(SQLiteTrackingRecorder):
         with self.datastore.transaction(commit=False) as c:
             yield c
 
+    @_healing
     def catch_up(
         self,
         recorder: FeedReader,
@@ -271,6 +319,7 @@ class Views(SQLiteTrackingRecorder):
 
     # Queries -----------------------------------------------------------------------------
 
+    @_healing
     def article(self, article_id: str) -> Any:
         statement = (
             "SELECT article_id, knowledge_base_id, title, content, status, version, "
@@ -283,6 +332,7 @@ class Views(SQLiteTrackingRecorder):
             c.execute(statement, (article_id,))
             return c.fetchone()
 
+    @_healing
     def search(self, knowledge_base_id: str, expression: str, limit: int) -> list[Any]:
         params = (expression, knowledge_base_id, limit)
         rows = self._query(search.SEARCH_SQL, params)
@@ -297,6 +347,7 @@ class Views(SQLiteTrackingRecorder):
         own snapshot); None where the datastore must use a transaction (kbes.recorder)."""
         return self._select.query(statement, params, named=True)
 
+    @_healing
     def knowledge_base(self, knowledge_base_id: str) -> Any:
         with self.read() as c:
             c.execute(
@@ -306,6 +357,7 @@ class Views(SQLiteTrackingRecorder):
             )
             return c.fetchone()
 
+    @_healing
     def knowledge_bases(self) -> list[Any]:
         with self.read() as c:
             c.execute(
@@ -319,6 +371,7 @@ class Views(SQLiteTrackingRecorder):
             )
             return c.fetchall()
 
+    @_healing
     def articles(self, knowledge_base_id: str) -> list[Any]:
         with self.read() as c:
             c.execute(
@@ -328,6 +381,7 @@ class Views(SQLiteTrackingRecorder):
             )
             return c.fetchall()
 
+    @_healing
     def versions(self, article_id: str) -> list[Any]:
         with self.read() as c:
             c.execute(
