@@ -32,6 +32,11 @@ or REPLAY_BYTES of folded rows: each B-tree page is then rewritten once for many
 than once or more per chunk, in bounded memory (kbes bench row 6)."""
 log = logging.getLogger(__name__)
 
+NEXT = "_next"
+"""The suffix of the tables a rebuild fills aside before switching them in."""
+NEXT_TRACKING = ".next"
+"""Tracking row of the views being built aside: the position they reflect."""
+
 SEARCH_SUFFIX = ".search"
 """Tracking row of the search index: the position it reflects, -1 after a drop (rebuilt whole
 at the end of the replay), absent in a database older than it (follows the views)."""
@@ -139,6 +144,7 @@ class Views(SQLiteTrackingRecorder):
             head = recorder.max_notification_id() or 0
         if head <= self.position:
             return self.position
+        lost = False
         with self._lock:
             while self.position < head:
                 with self.write() as c:
@@ -146,7 +152,7 @@ class Views(SQLiteTrackingRecorder):
                     if start <= self.position or (start == 1 and _holds_rows(c)):
                         # The tracking row went back or vanished under views that hold rows
                         # (deleted by hand): folding from there would fold events twice.
-                        self.position = self._replay(c, recorder, mapper, progress)
+                        lost = True
                         break
                     if start > head:
                         self.position = start - 1
@@ -169,6 +175,8 @@ class Views(SQLiteTrackingRecorder):
                     progress(last - self.position)
                 self.position = last
             self._finish_replay()
+        if lost:
+            return self.rebuild(recorder, mapper, progress)
         return self.position
 
     def rebuild(
@@ -177,47 +185,64 @@ class Views(SQLiteTrackingRecorder):
         mapper: EventDecoder,
         progress: Callable[[int], None] | None = None,
     ) -> int:
-        """Replay the whole log into emptied views in ONE write transaction: every reader
-        (another connection, another process) sees the old views until the new ones commit
-        whole, so a rebuild is invisible to them, and a rebuild killed part-way leaves the old
-        views as they were. Writers wait for it, as for any write (then `busy`: KBES_LOCK_TIMEOUT).
-        Tables dropped from outside are created again first."""
+        """Replay the whole log into new views built aside (the `_next` tables, batch by batch
+        as any replay), then switch them in, in ONE transaction that also folds the events
+        written meanwhile. Readers see the old views until that commit and the new ones after
+        it, never a view part-built; a rebuild killed part-way leaves the old views as they
+        were. Writers wait only for the switch."""
+        name = self.application_name + NEXT_TRACKING
+        with self.write() as c:
+            for statement in self.construct_create_table_statements():
+                c.execute(statement)  # a table dropped from outside: the switch drops it
+            for table in articles.TABLES:
+                c.execute(f"DROP TABLE IF EXISTS {table}{NEXT}")  # a killed rebuild's
+            for statement in articles.tables(NEXT):
+                c.execute(statement)
+            _set_position(c, name, 0)
+        head = recorder.max_notification_id() or 0
+        position = 0
+        while position < head:
+            with self.write() as c:
+                if _position(c, name) != position:
+                    raise RuntimeError("another kbes rebuild replaced this one's views")
+                last = self._fold(c, recorder, mapper, position + 1, head, follow=False, aside=True)
+                if last is None:
+                    break
+                _set_position(c, name, last)
+            if progress is not None:
+                progress(last - position)
+            position = last
+        with self.write() as c:  # the search index, built whole, aside
+            c.execute(search.SCHEMA.replace("search_index", f"search_index{NEXT}", 1))
+            c.execute(
+                f"INSERT INTO search_index{NEXT} (rowid, title, content) "
+                f"SELECT seq, title, content FROM view_articles{NEXT} WHERE status = 'published'"
+            )
         with self._lock, self.write() as c:
-            self.position = self._replay(c, recorder, mapper, progress)
-        return self.position
+            if _position(c, name) != position:
+                raise RuntimeError("another kbes rebuild replaced this one's views")
+            _switch(c)
+            self._build_indexes(c)
+            c.execute("DELETE FROM tracking WHERE application_name = ?", (name,))
+            _set_position(c, self.application_name, position)
+            self._set_search_position(c, position)
+            # The events written while the new views were built, folded as any catch-up.
+            head = recorder.max_notification_id() or 0
+            while position < head:
+                last = self._fold(c, recorder, mapper, position + 1, head, follow=True)
+                if last is None:
+                    break
+                position = last
+            _set_position(c, self.application_name, position)
+            self._set_search_position(c, position)
+            self.position = position
+        return position
 
     def repair(self, recorder: FeedReader, mapper: EventDecoder) -> None:
         """Views damaged under a running process (a view table, the search index or the
         tracking table dropped by hand) are rebuilt whole, as `kbes rebuild` does."""
         log.warning("the views are missing a table; rebuilding them from the event log")
         self.rebuild(recorder, mapper)
-
-    def _replay(
-        self,
-        c: SQLiteCursor,
-        recorder: FeedReader,
-        mapper: EventDecoder,
-        progress: Callable[[int], None] | None,
-    ) -> int:
-        """Empty the views and fold the whole log into them, in the caller's transaction
-        (which holds the write lock, so the head read here cannot be behind any position
-        another process has recorded); returns the new position."""
-        for statement in self.construct_create_table_statements():
-            c.execute(statement)
-        self._clear(c)
-        head = recorder.max_notification_id() or 0
-        position = 0
-        while position < head:
-            last = self._fold(c, recorder, mapper, position + 1, head, follow=False)
-            if last is None:
-                break
-            if progress is not None:
-                progress(last - position)
-            position = last
-        if position:
-            insert_tracking(self, c, Tracking(self.application_name, position))
-        self._build_replay_indexes(c, position)
-        return position
 
     def _fold(
         self,
@@ -228,10 +253,12 @@ class Views(SQLiteTrackingRecorder):
         head: int,
         *,
         follow: bool,
+        aside: bool = False,
     ) -> int | None:
-        """Fold one batch of the log from `start` into the views (and the search index if
-        `follow`); returns the last notification id folded, None when there was none."""
-        batch = articles.Batch()
+        """Fold one batch of the log from `start` into the views (the `_next` ones if `aside`;
+        the search index too if `follow`); returns the last notification id folded, None when
+        there was none."""
+        batch = articles.Batch(NEXT if aside else "")
         last: int | None = None
         while True:
             items, read = read_items(
@@ -279,23 +306,28 @@ class Views(SQLiteTrackingRecorder):
     def _build_replay_indexes(self, c: SQLiteCursor, position: int) -> None:
         """The search index (the published articles, as indexing batch by batch would have
         left them) and REPLAY_INDEXES, built whole from the article view, in one transaction."""
-        # All IF NOT EXISTS: builds the dropped indexes. SQLite sorts in runs of up to
-        # cache_size: smaller runs than the connection's 64 MiB cache keep the peak memory
-        # of a large rebuild down (kbes bench row 6b).
-        c.execute("PRAGMA cache_size")
-        cache_size = c.fetchone()[0]
-        c.execute("PRAGMA cache_size=-8192")
-        try:
-            for statement in articles.SCHEMA:
-                c.execute(statement)
-        finally:
-            c.execute(f"PRAGMA cache_size={int(cache_size)}")
+        self._build_indexes(c)
         _recreate_search_index(c)
         c.execute(
             "INSERT INTO search_index (rowid, title, content) "
             "SELECT seq, title, content FROM view_articles WHERE status = 'published'"
         )
         self._set_search_position(c, position)
+
+    @staticmethod
+    def _build_indexes(c: SQLiteCursor) -> None:
+        """The secondary indexes a replay or a rebuild leaves out, built whole."""
+        # All IF NOT EXISTS. SQLite sorts in runs of up to cache_size: smaller runs than the
+        # connection's 64 MiB cache keep the peak memory of a large rebuild down (kbes bench
+        # row 6b).
+        c.execute("PRAGMA cache_size")
+        cache_size = c.fetchone()[0]
+        c.execute("PRAGMA cache_size=-8192")
+        try:
+            for statement in articles.INDEXES:
+                c.execute(statement)
+        finally:
+            c.execute(f"PRAGMA cache_size={int(cache_size)}")
 
     def drop(self) -> None:
         """Empty every view and forget the position, as a new views file is: the next
@@ -411,6 +443,26 @@ class Views(SQLiteTrackingRecorder):
             )
             out["search_index"] = [tuple(row) for row in c.fetchall()]
             return out
+
+
+def _switch(c: SQLiteCursor) -> None:
+    """Put the views built aside in place of the live ones (inside the caller's transaction).
+    FTS5 renames its own shadow tables with the search index."""
+    for table in articles.TABLES:
+        c.execute(f"DROP TABLE IF EXISTS {table}")
+    for table in articles.TABLES:
+        c.execute(f"ALTER TABLE {table}{NEXT} RENAME TO {table}")
+
+
+def _position(c: SQLiteCursor, name: str) -> int | None:
+    c.execute("SELECT MAX(notification_id) FROM tracking WHERE application_name = ?", (name,))
+    return c.fetchone()[0]  # type: ignore[no-any-return]
+
+
+def _set_position(c: SQLiteCursor, name: str, position: int) -> None:
+    """A tracking row set outright (eventsourcing's insert only ever moves one forward)."""
+    c.execute("DELETE FROM tracking WHERE application_name = ?", (name,))
+    c.execute("INSERT INTO tracking VALUES (?, ?)", (name, position))
 
 
 def _holds_rows(c: SQLiteCursor) -> bool:

@@ -260,13 +260,14 @@ def test_an_import_killed_inside_its_transaction_writes_nothing(db: str, tmp_pat
     assert again.stdout.splitlines()[-1] == "40 added, 0 saved, 40 published, 0 unchanged"
 
 
-@pytest.mark.parametrize("where", ["tracking", "search-index"])
+@pytest.mark.parametrize("where", ["building", "switching"])
 def test_a_rebuild_killed_part_way_leaves_the_views_as_they_were(
     where: str, tmp_path: Path
 ) -> None:
     """Long enough a log (over REPLAY_CHUNK events) that the rebuild takes the replay path: big
-    batches, and the search index built whole at the end. A rebuild is one transaction, so a
-    kill anywhere in it leaves the old views whole, as readers saw them throughout."""
+    batches, and the search index built whole at the end. A rebuild builds the new views aside
+    and switches them in with one transaction, so a kill anywhere in it leaves the old views
+    whole, as readers saw them throughout."""
     db = str(tmp_path / "rebuild.sqlite")
     store = open_store(db, synchronous="OFF")
     kb = str(store.create_knowledge_base("Rebuild"))
@@ -287,8 +288,8 @@ def test_a_rebuild_killed_part_way_leaves_the_views_as_they_were(
     worker.kill()
 
     integrity(db)
-    # Killed with the replay folded (at its tracking row) or with the search index being
-    # refilled: nothing of the rebuild committed, the views and their positions are the old ones.
+    # Killed while building the new views aside, or inside the switch with the old views
+    # dropped: the views and their positions are the old ones.
     with sqlite3.connect(db) as c:
         positions = dict(
             c.execute("SELECT application_name, max(notification_id) FROM tracking GROUP BY 1")

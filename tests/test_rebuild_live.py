@@ -12,9 +12,11 @@ from pathlib import Path
 from typing import Any
 
 import anyio
+import pytest
 from mcp_harness import KBES, stdio_client
 
-from kbes import open_store
+from kbes import call_tool, open_store
+from kbes.projections import views
 
 ARTICLES = 10_000  # a draft and a publish each: 20,000 events
 REBUILDS = 3
@@ -89,3 +91,35 @@ def test_reads_and_searches_never_fail_during_rebuilds(tmp_path: Path) -> None:
     )
     assert failures == [], failures[:5]
     assert counts["searches"] > 0
+
+
+def test_writes_during_a_rebuild_are_in_the_views_it_switches_in(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Events written while the new views are built aside are folded in by the switch."""
+    monkeypatch.setattr(views, "REPLAY_CHUNK", 7)
+    monkeypatch.setattr(views, "REPLAY_EVENTS", 20)
+    store = open_store(tmp_path / "kbes.sqlite", synchronous="OFF")
+    try:
+        kb = store.create_knowledge_base("Support")
+        ids = store.add_articles(kb, [(f"T{i}", f"body {i}") for i in range(40)], publish=True)
+        store.catch_up()
+        late: list[str] = []
+
+        def write_meanwhile(events: int) -> None:
+            if not late:  # after the first batch folded aside
+                late.append(str(store.add_article(kb, "Late", "zebra crossing", publish=True)))
+                store.save_article(kb, ids[3], content="body 3 zebra")
+                store.unpublish_article(kb, ids[5])
+
+        position = store.rebuild(progress=write_meanwhile)
+        assert late and position == store.recorder.max_notification_id()
+        switched = store.views.dump()
+        store.views.drop()
+        store.catch_up()
+        assert store.views.dump() == switched  # as a replay from scratch
+        found = call_tool(store, "search_knowledge_base", {"knowledge_base_id": str(kb),
+                                                           "query": "zebra"})  # fmt: skip
+        assert sorted(hit.article_id for hit in found.hits) == sorted([late[0], str(ids[3])])
+    finally:
+        store.close()
