@@ -19,6 +19,7 @@ from uuid import UUID
 from eventsourcing.persistence import Notification, OperationalError, Tracking
 from eventsourcing.sqlite import SQLiteCursor, SQLiteDatastore, SQLiteTrackingRecorder
 
+from kbes.errors import Busy
 from kbes.feed import EventDecoder, FeedReader, LoneSelect
 from kbes.internals import insert_tracking, max_tracking_id
 from kbes.projections import articles, search
@@ -204,7 +205,7 @@ class Views(SQLiteTrackingRecorder):
         while position < head:
             with self.write() as c:
                 if _position(c, name) != position:
-                    raise RuntimeError("another kbes rebuild replaced this one's views")
+                    raise _overtaken()
                 last = self._fold(c, recorder, mapper, position + 1, head, follow=False, aside=True)
                 if last is None:
                     break
@@ -220,7 +221,7 @@ class Views(SQLiteTrackingRecorder):
             )
         with self._lock, self.write() as c:
             if _position(c, name) != position:
-                raise RuntimeError("another kbes rebuild replaced this one's views")
+                raise _overtaken()
             _switch(c)
             self._build_indexes(c)
             c.execute("DELETE FROM tracking WHERE application_name = ?", (name,))
@@ -443,6 +444,13 @@ class Views(SQLiteTrackingRecorder):
             )
             out["search_index"] = [tuple(row) for row in c.fetchall()]
             return out
+
+
+def _overtaken() -> Busy:
+    return Busy(
+        "another kbes rebuild started meanwhile and took over the views being built; "
+        "it will switch them in (nothing of this one was kept), retry once it ends if need be"
+    )
 
 
 def _switch(c: SQLiteCursor) -> None:

@@ -16,6 +16,7 @@ import pytest
 from mcp_harness import KBES, stdio_client
 
 from kbes import call_tool, open_store
+from kbes.errors import KbesError
 from kbes.projections import views
 
 ARTICLES = 10_000  # a draft and a publish each: 20,000 events
@@ -123,3 +124,32 @@ def test_writes_during_a_rebuild_are_in_the_views_it_switches_in(
         assert sorted(hit.article_id for hit in found.hits) == sorted([late[0], str(ids[3])])
     finally:
         store.close()
+
+
+def test_a_rebuild_overtaken_by_another_says_busy(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Two rebuilds at once: the later one takes over the views being built aside; the earlier
+    one stops with `busy`, and the views switched in are whole."""
+    monkeypatch.setattr(views, "REPLAY_CHUNK", 7)
+    monkeypatch.setattr(views, "REPLAY_EVENTS", 20)
+    path = tmp_path / "kbes.sqlite"
+    store, other = open_store(path, synchronous="OFF"), None
+    try:
+        kb = store.create_knowledge_base("Support")
+        store.add_articles(kb, [(f"T{i}", f"body {i}") for i in range(40)], publish=True)
+        store.catch_up()
+        expected = store.views.dump()
+        other = open_store(path, synchronous="OFF")
+
+        def overtake(events: int) -> None:
+            other.rebuild()
+
+        with pytest.raises(KbesError) as info:
+            store.rebuild(progress=overtake)
+        assert info.value.code == "busy"
+        assert store.views.dump() == expected
+    finally:
+        store.close()
+        if other is not None:
+            other.close()
