@@ -103,12 +103,15 @@ class Views(SQLiteTrackingRecorder):
         with self.read() as c:
             c.execute("SELECT name FROM sqlite_master WHERE type = 'table'")
             missing = {"tracking", *articles.TABLES} - {r[0] for r in c.fetchall()}
+            tracked = None
+            if "tracking" not in missing:
+                tracked = max_tracking_id(self, c, self.application_name)
+        if missing and tracked and self.source is not None:
+            # A table dropped from views that had folded events: created empty, it would
+            # answer not_found for what the log holds. Rebuilt before anyone reads it.
+            self.repair(*self.source)
         super().create_table()
         self.position = self.max_tracking_id(self.application_name) or 0
-        if missing and self.position and self.source is not None:
-            # A table dropped from views that had folded events: created empty just now, it
-            # would answer not_found for what the log holds.
-            self.repair(*self.source)
         self._finish_replay()  # a replay interrupted after its last batch
 
     @contextmanager
@@ -193,8 +196,10 @@ class Views(SQLiteTrackingRecorder):
         were. Writers wait only for the switch."""
         name = self.application_name + NEXT_TRACKING
         with self.write() as c:
-            for statement in self.construct_create_table_statements():
-                c.execute(statement)  # a table dropped from outside: the switch drops it
+            # The tracking table only: a view table dropped from outside stays missing (reads
+            # of it repair the views) rather than empty (reads of it answer not_found).
+            for statement in super().construct_create_table_statements():
+                c.execute(statement)
             for table in articles.TABLES:
                 c.execute(f"DROP TABLE IF EXISTS {table}{NEXT}")  # a killed rebuild's
             for statement in articles.tables(NEXT):
