@@ -1,4 +1,4 @@
-"""`kbes rebuild`: drop the views and replay the whole log into them."""
+"""`kbes rebuild`: replay the whole log into views built aside, then switch them in."""
 
 from __future__ import annotations
 
@@ -13,8 +13,9 @@ from kbes.cli.options import with_store
 @click.command("rebuild")
 @with_store
 def rebuild(store: KnowledgeBaseStore) -> None:
-    """Drop the read models (article state, version history, search index) and rebuild them
-    from the event log. Safe to run at any time: the log is never touched."""
+    """Rebuild the read models (article state, version history, search index) from the event
+    log. Safe to run at any time: the log is never touched, and servers keep answering from the
+    old read models until the new ones are complete and switched in."""
     head = store.recorder.max_notification_id() or 0
     with click.progressbar(length=head, label="replaying events", file=sys.stderr) as bar:
         position = store.rebuild(progress=bar.update)

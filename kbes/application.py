@@ -42,7 +42,7 @@ from kbes.mapper import MsgspecMapper
 from kbes.projections import search as search_index
 from kbes.projections.views import Views
 from kbes.receipt import EditReceipt, edit_fingerprint, receipt_id
-from kbes.recorder import FEED_KWARG, KbesSQLiteFactory, ViewsHome
+from kbes.recorder import FEED_KWARG, KbesSQLiteFactory, ViewsHome, lock_timeout
 from kbes.results import CurrentArticle, Edited, Hit
 
 A = TypeVar("A")
@@ -76,7 +76,9 @@ class KnowledgeBaseStore(Application):
         self._known_knowledge_bases: set[UUID] = set()
         # With a PostgreSQL log the views stay in a local SQLite file (kbes.postgres).
         factory = cast(ViewsHome, self.factory)
-        self.views = Views(factory.views_datastore, application_name=self.name)
+        self.views = Views(
+            factory.views_datastore, application_name=self.name, source=(self.feed, self.mapper)
+        )
         self.views.create_table()
 
     mapper: MsgspecMapper
@@ -226,9 +228,8 @@ class KnowledgeBaseStore(Application):
         return self.views.catch_up(self.feed, self.mapper, progress=progress)
 
     def rebuild(self, progress: Callable[[int], None] | None = None) -> int:
-        """Drop the views and replay the whole log into them."""
-        self.views.drop()
-        return self.catch_up(progress)
+        """Replay the whole log into the views, invisibly to readers (Views.rebuild)."""
+        return self.views.rebuild(self.feed, self.mapper, progress)
 
     # The agents' queries and edit ------------------------------------------------------------
 
@@ -413,13 +414,14 @@ def open_store(
     `./kbes.sqlite`. `synchronous="OFF"` is for throwaway databases only: a power cut may lose
     acknowledged writes. A `postgresql://user:pass@host:port/dbname` URL puts the log in
     PostgreSQL and this process's views in the local SQLite file `views` (default `KBES_VIEWS`
-    or a cache file; see kbes.postgres)."""
+    or a cache file; see kbes.postgres). A write waits KBES_LOCK_TIMEOUT seconds (default 30)
+    for another process's write lock, then fails as `busy` (kbes.errors.Busy)."""
     path = os.fspath(db) if db is not None else os.environ.get("KBES_DB", "kbes.sqlite")
     if path.lower().startswith(("postgresql://", "postgres://")):
         from kbes.postgres import postgres_env  # psycopg is the optional `postgres` extra
 
         return KnowledgeBaseStore(postgres_env(path, views=views), clock=clock)
-    env = {"SQLITE_DBNAME": path, "SQLITE_LOCK_TIMEOUT": "30"}
+    env = {"SQLITE_DBNAME": path, "SQLITE_LOCK_TIMEOUT": str(lock_timeout())}
     if synchronous:
         env["KBES_SQLITE_SYNCHRONOUS"] = synchronous
     return KnowledgeBaseStore(env, clock=clock)

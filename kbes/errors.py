@@ -162,6 +162,13 @@ class Unavailable(KbesError):
     code = "unavailable"
 
 
+class Busy(KbesError):
+    """Another process held the store's write lock past the lock timeout (KBES_LOCK_TIMEOUT):
+    nothing was written, and the same call can be retried unchanged."""
+
+    code = "busy"
+
+
 class InternalError(KbesError):
     """An unexpected failure; details are in the server's log, never on the wire."""
 

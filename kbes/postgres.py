@@ -60,7 +60,7 @@ from psycopg.sql import SQL, Composed, Identifier
 
 from kbes.feed import StoredRow
 from kbes.internals import AfterInsertEvents
-from kbes.recorder import FEED_KWARG, KbesSQLiteDatastore
+from kbes.recorder import FEED_KWARG, KbesSQLiteDatastore, lock_timeout
 from kbes.urls import redact
 
 URL_SCHEMES = ("postgresql", "postgres")
@@ -354,7 +354,9 @@ class KbesPostgresFactory(PostgresFactory):
             identity = self._recorder.log_identity()
             path = views_path(identity, self.env.get(VIEWS_ENV))
             path.parent.mkdir(parents=True, exist_ok=True)
-            datastore = KbesSQLiteDatastore(str(path), synchronous="NORMAL", lock_timeout=30)
+            datastore = KbesSQLiteDatastore(
+                str(path), synchronous="NORMAL", lock_timeout=lock_timeout()
+            )
             try:
                 _claim_views(datastore, path, identity)
             except BaseException:

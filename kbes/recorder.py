@@ -6,6 +6,7 @@ example writes its side table), so a poll never decodes other knowledge bases' e
 
 from __future__ import annotations
 
+import os
 import sqlite3
 import threading
 from collections import deque
@@ -27,7 +28,7 @@ from eventsourcing.sqlite import (
     SQLiteFactory,
 )
 
-from kbes.errors import Unavailable
+from kbes.errors import Busy, Unavailable
 from kbes.feed import StoredRow
 from kbes.internals import StatementCachedPool, new_connection, replace_pool
 
@@ -35,6 +36,29 @@ FEED_KWARG = "kb_feed"
 """`app.save(..., kb_feed=[kb_hex | None, ...])`: one entry per stored event, None if hidden."""
 
 SYNCHRONOUS_ENV = "KBES_SQLITE_SYNCHRONOUS"
+
+LOCK_TIMEOUT_ENV = "KBES_LOCK_TIMEOUT"
+DEFAULT_LOCK_TIMEOUT = 30
+"""Seconds a write waits for another process's write lock before it is refused as `busy`."""
+
+
+def lock_timeout(value: str | None = None) -> int:
+    """The lock timeout in whole seconds: `value`, else KBES_LOCK_TIMEOUT, else the default.
+    SQLite takes no zero here (eventsourcing reads 0 as its own default), hence at least 1."""
+    text = (value if value is not None else os.environ.get(LOCK_TIMEOUT_ENV, "")).strip()
+    if not text:
+        return DEFAULT_LOCK_TIMEOUT
+    try:
+        seconds = int(text)
+    except ValueError:
+        seconds = 0
+    if seconds < 1:
+        raise ValueError(
+            f"{LOCK_TIMEOUT_ENV}={text!r} must be a whole number of seconds, at least 1 "
+            f"(default {DEFAULT_LOCK_TIMEOUT})"
+        )
+    return seconds
+
 
 MAX_READERS = 8
 """Reader connections a datastore keeps beside its pool (each may cache up to 64 MiB)."""
@@ -74,12 +98,21 @@ CANNOT_WRITE = {
 """SQLite's result codes (extended ones start with these) for a store that cannot write now."""
 
 
-def cannot_write(error: BaseException) -> Unavailable | None:
-    """`unavailable` for an error of a disk that cannot take a write; None for any other (a
-    conflict, a lock, a bug), which stays what it is. eventsourcing wraps sqlite3's error, so
-    the cause is read too."""
+LOCKED = ("SQLITE_BUSY", "SQLITE_LOCKED")
+"""SQLite's result codes for a lock another connection held past the lock timeout."""
+
+
+def cannot_write(error: BaseException) -> Unavailable | Busy | None:
+    """`unavailable` for an error of a disk that cannot take a write, `busy` for a write lock
+    held elsewhere past the lock timeout; None for any other (a conflict, a bug), which stays
+    what it is. eventsourcing wraps sqlite3's error, so the cause is read too."""
     for e in (error, error.__cause__, error.__context__):
         name = getattr(e, "sqlite_errorname", None) or ""
+        if name.startswith(LOCKED):
+            return Busy(
+                f"the store is busy: another process held its write lock past the lock "
+                f"timeout (KBES_LOCK_TIMEOUT) (SQLite: {e}); nothing was written, retry"
+            )
         why = next((text for code, text in CANNOT_WRITE.items() if name.startswith(code)), None)
         if why is not None:
             return Unavailable(
@@ -112,7 +145,8 @@ class KbesSQLiteDatastore(SQLiteDatastore):
     def get_connection(self, *, commit: bool) -> Iterator[SQLiteConnection]:
         """Every use of a connection but a reader's passes here (eventsourcing's `transaction`
         takes its connection from here, and the views write on one), so a disk that cannot
-        take a write is told apart here, once, as `unavailable` (see `cannot_write`)."""
+        take a write, or a lock held elsewhere, is told apart here, once, as `unavailable` or `busy`
+        (see `cannot_write`)."""
         try:
             with self._connection(commit=commit) as connection:
                 yield connection

@@ -15,32 +15,44 @@ from kbes.clock import timestamp_text
 from kbes.knowledge_base import KnowledgeBase
 from kbes.projections import search
 
-SCHEMA = (
-    "CREATE TABLE IF NOT EXISTS view_knowledge_bases ("
-    "knowledge_base_id TEXT PRIMARY KEY, name TEXT NOT NULL, created_at TEXT NOT NULL"
-    ") WITHOUT ROWID",
-    "CREATE TABLE IF NOT EXISTS view_articles ("
-    "seq INTEGER PRIMARY KEY, "
-    "article_id TEXT NOT NULL UNIQUE, "
-    "knowledge_base_id TEXT NOT NULL, "
-    "title TEXT NOT NULL, "
-    "content TEXT NOT NULL, "
-    "status TEXT NOT NULL, "
-    "version INTEGER NOT NULL, "
-    "updated_at TEXT NOT NULL, "
-    "created_at TEXT NOT NULL)",
+
+def tables(suffix: str = "") -> tuple[str, ...]:
+    """The view tables, named with `suffix`: a rebuild fills `_next` ones aside, then renames
+    them in (projections/views.py)."""
+    return (
+        f"CREATE TABLE IF NOT EXISTS view_knowledge_bases{suffix} ("
+        "knowledge_base_id TEXT PRIMARY KEY, name TEXT NOT NULL, created_at TEXT NOT NULL"
+        ") WITHOUT ROWID",
+        f"CREATE TABLE IF NOT EXISTS view_articles{suffix} ("
+        "seq INTEGER PRIMARY KEY, "
+        "article_id TEXT NOT NULL UNIQUE, "
+        "knowledge_base_id TEXT NOT NULL, "
+        "title TEXT NOT NULL, "
+        "content TEXT NOT NULL, "
+        "status TEXT NOT NULL, "
+        "version INTEGER NOT NULL, "
+        "updated_at TEXT NOT NULL, "
+        "created_at TEXT NOT NULL)",
+        f"CREATE TABLE IF NOT EXISTS view_article_versions{suffix} ("
+        "article_id TEXT NOT NULL, "
+        "version INTEGER NOT NULL, "
+        "updated_at TEXT NOT NULL, "
+        "type TEXT NOT NULL, "
+        "notification_id INTEGER NOT NULL, "
+        "PRIMARY KEY (article_id, version)) WITHOUT ROWID",
+    )
+
+
+INDEXES = (
     "CREATE INDEX IF NOT EXISTS view_articles_by_kb ON view_articles (knowledge_base_id, title)",
-    "CREATE TABLE IF NOT EXISTS view_article_versions ("
-    "article_id TEXT NOT NULL, "
-    "version INTEGER NOT NULL, "
-    "updated_at TEXT NOT NULL, "
-    "type TEXT NOT NULL, "
-    "notification_id INTEGER NOT NULL, "
-    "PRIMARY KEY (article_id, version)) WITHOUT ROWID",
     "CREATE UNIQUE INDEX IF NOT EXISTS view_article_versions_by_time "
     "ON view_article_versions (article_id, updated_at)",
 )
+"""Secondary indexes, on the live tables only: a rebuild builds them after its switch."""
 
+SCHEMA = (*tables(), *INDEXES)
+
+VIEW_TABLES = ("view_knowledge_bases", "view_articles", "view_article_versions")
 TABLES = ("view_knowledge_bases", "view_articles", "view_article_versions", "search_index")
 
 REPLAY_INDEXES = ("view_article_versions_by_time",)
@@ -68,7 +80,9 @@ class Batch:
     writes many thousands of events at a time: each B-tree page is then rewritten once for many
     rows)."""
 
-    def __init__(self) -> None:
+    def __init__(self, suffix: str = "") -> None:
+        """`suffix`: the tables' (a rebuild's `_next` tables, built aside)."""
+        self.suffix = suffix
         self.versions: list[tuple[Any, ...]] = []
         self.created: list[tuple[str, str, str]] = []
         self.rows: dict[str, list[Any]] = {}
@@ -92,7 +106,7 @@ class Batch:
         for i in range(0, len(wanted), LOAD_CHUNK):
             chunk = wanted[i : i + LOAD_CHUNK]
             c.execute(
-                f"SELECT {ROW} FROM view_articles "
+                f"SELECT {ROW} FROM view_articles{self.suffix} "
                 f"WHERE article_id IN ({','.join('?' * len(chunk))})",
                 chunk,
             )
@@ -146,22 +160,24 @@ class Batch:
     def write(self, c: Any, *, index_search: bool = True) -> None:
         """Write the batch (inside the caller's transaction). With `index_search=False` the
         search index is left alone: a replay fills it whole at the end."""
-        rows = self.rows
+        rows, s = self.rows, self.suffix
         if self.created:
-            c.executemany("INSERT INTO view_knowledge_bases VALUES (?, ?, ?)", self.created)
+            c.executemany(f"INSERT INTO view_knowledge_bases{s} VALUES (?, ?, ?)", self.created)
         if self.versions:  # in key order: each B-tree page is visited once per batch
             self.versions.sort(key=itemgetter(0))  # stable: an article's versions stay in order
-            c.executemany("INSERT INTO view_article_versions VALUES (?, ?, ?, ?, ?)", self.versions)
+            c.executemany(
+                f"INSERT INTO view_article_versions{s} VALUES (?, ?, ?, ?, ?)", self.versions
+            )
         if self.drafted:
             # The seq an INTEGER PRIMARY KEY would get, in draft order, known before the
             # insert so the search index (keyed by seq) can follow in the same batch.
-            c.execute("SELECT COALESCE(MAX(seq), 0) FROM view_articles")
+            c.execute(f"SELECT COALESCE(MAX(seq), 0) FROM view_articles{s}")
             seq = c.fetchone()[0]
             for oid in self.drafted:
                 seq += 1
                 rows[oid][SEQ] = seq
             c.executemany(
-                f"INSERT INTO view_articles ({ROW}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                f"INSERT INTO view_articles{s} ({ROW}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
                 [rows[oid] for oid in self.drafted],
             )
         same_title, new_title = [], []
@@ -175,13 +191,13 @@ class Batch:
                 new_title.append((row[TITLE], *values))
         if same_title:  # leaves the (knowledge_base_id, title) index alone
             c.executemany(
-                "UPDATE view_articles SET content = ?, status = ?, version = ?, updated_at = ? "
-                "WHERE seq = ?",
+                f"UPDATE view_articles{s} SET content = ?, status = ?, version = ?, "
+                "updated_at = ? WHERE seq = ?",
                 same_title,
             )
         if new_title:
             c.executemany(
-                "UPDATE view_articles SET title = ?, content = ?, status = ?, version = ?, "
+                f"UPDATE view_articles{s} SET title = ?, content = ?, status = ?, version = ?, "
                 "updated_at = ? WHERE seq = ?",
                 new_title,
             )

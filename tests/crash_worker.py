@@ -6,9 +6,10 @@ waits to be killed.
     python crash_worker.py edits DB VIEWS KB ARTICLE [--hang-at N]
     python crash_worker.py kbes [--hang-at N | --hang-in-views WHERE] -- ARGS...
 
-`--hang-in-views tracking` stops inside a views transaction after its rows are written, before
-its tracking position commits; `--hang-in-views search-index` stops inside the transaction that
-rebuilds the search index at the end of a replay, just after the old index is dropped.
+`--hang-in-views building` stops inside a rebuild's transaction that folds a batch into the
+views built aside, after its rows are written, before its tracking position commits;
+`--hang-in-views switching` stops inside the transaction that switches the views built aside
+in, just after the old views are dropped and the new ones renamed in their place.
 """
 
 from __future__ import annotations
@@ -57,22 +58,28 @@ def hang_at(n: int) -> None:
 def hang_in_views(where: str) -> None:
     from kbes.projections import views
 
-    def hang(original: Any, caller: str | None = None) -> Any:
+    def hang(original: Any) -> Any:
         def then_hang(*args: Any, **kwargs: Any) -> Any:
             result = original(*args, **kwargs)
-            if caller is None or sys._getframe(1).f_code.co_name == caller:
-                say(state=HANGING)
-                time.sleep(3600)
+            say(state=HANGING)
+            time.sleep(3600)
             return result
 
         return then_hang
 
-    if where == "tracking":
-        views.Views._insert_tracking = hang(views.Views._insert_tracking)  # type: ignore[method-assign]
-    elif where == "search-index":
-        # Not the drop's call at the start of a rebuild: the one that refills the index at the
-        # end of the replay.
-        views._recreate_search_index = hang(views._recreate_search_index, "_finish_replay")
+    if where == "building":
+        # Not the call that starts the rebuild (position 0): one after a batch is folded.
+        set_position = views._set_position
+
+        def after_a_batch(c: Any, name: str, position: int) -> None:
+            set_position(c, name, position)
+            if name.endswith(views.NEXT_TRACKING) and position > 0:
+                say(state=HANGING)
+                time.sleep(3600)
+
+        views._set_position = after_a_batch
+    elif where == "switching":
+        views._switch = hang(views._switch)
     else:
         raise SystemExit(f"unknown --hang-in-views {where!r}")
 
