@@ -48,11 +48,18 @@ class Views(SQLiteTrackingRecorder):
             *super().construct_create_table_statements(),
             *articles.SCHEMA,
             search.SCHEMA,
+            search.PARTITIONS,
         ]
 
     def create_table(self) -> None:
         super().create_table()
         self.position = self.max_tracking_id(self.application_name) or 0
+        with self.read() as c:
+            outdated = search.outdated(c)
+        if outdated:  # an index from before the partitions: rebuilt whole from the views
+            with self.write() as c:
+                _recreate_search_index(c)
+                self._set_search_position(c, -1)
         self._finish_replay()  # a replay interrupted after its last batch
 
     @contextmanager
@@ -167,10 +174,8 @@ class Views(SQLiteTrackingRecorder):
             finally:
                 c.execute(f"PRAGMA cache_size={int(cache_size)}")
             _recreate_search_index(c)
-            c.execute(
-                "INSERT INTO search_index (rowid, title, content) "
-                "SELECT seq, title, content FROM view_articles WHERE status = 'published'"
-            )
+            for statement in search.FILL:
+                c.execute(statement)
             self._set_search_position(c, position)
 
     def drop(self) -> None:
@@ -272,7 +277,7 @@ class Views(SQLiteTrackingRecorder):
                 out[table] = rows
             c.execute(
                 "SELECT a.article_id, s.title, s.content FROM search_index s "
-                "JOIN view_articles a ON a.seq = s.rowid ORDER BY a.article_id"
+                f"JOIN view_articles a ON a.seq = s.rowid & {search.SEQ_MASK} ORDER BY a.article_id"
             )
             out["search_index"] = [tuple(row) for row in c.fetchall()]
             return out
