@@ -6,8 +6,10 @@ One table holds every knowledge base, each in its own range of rowids: an entry'
 knowledge base's partition number shifted above the article row's `seq`. A search passes its
 knowledge base's range to FTS5, which seeks each word's postings to it, so neither the scan,
 nor bm25 per row, nor the snippets touch another knowledge base's rows. The ranking is the
-one of a single table (bm25's statistics still count the whole table, as before): a separate
-column or table per knowledge base would change the scores."""
+one table's, bit for bit: bm25's statistics (rows, document lengths, how many rows hold a
+word) still count the whole table, and reading them still walks each word's postings in every
+knowledge base. A knowledge-base column would add a token to every document's length; a table
+per knowledge base would give each its own statistics."""
 
 from __future__ import annotations
 
