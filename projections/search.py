@@ -66,22 +66,30 @@ SEARCH_SQL = (
 """Parameters: the MATCH expression, the knowledge base id, the limit. The rowid range keeps
 FTS5 inside the knowledge base; the `knowledge_base_id` test is a second guard."""
 
-FILL = (
-    "INSERT OR IGNORE INTO search_partitions (knowledge_base_id) "
-    "SELECT knowledge_base_id FROM view_knowledge_bases ORDER BY created_at, knowledge_base_id",
-    "DROP TABLE IF EXISTS temp.search_fill",
-    "CREATE TEMP TABLE search_fill (id INTEGER PRIMARY KEY, seq INTEGER NOT NULL)",
-    f"INSERT INTO temp.search_fill SELECT (p.part << {SEQ_BITS}) | v.seq, v.seq "
-    "FROM view_articles v JOIN search_partitions p ON p.knowledge_base_id = v.knowledge_base_id "
-    "WHERE v.status = 'published'",
-    "INSERT INTO search_index (rowid, title, content) SELECT f.id, a.title, a.content "
-    "FROM temp.search_fill f CROSS JOIN view_articles a ON a.seq = f.seq ORDER BY f.id",
-    "DROP TABLE temp.search_fill",
-)
-"""Fill an empty index from the article view: the published articles, as indexing batch by
-batch would have left them, in rowid order (FTS5 writes a segment whenever a rowid is not
-above the last one). Only the keys are sorted, in a temporary table: sorting the rows
-would sort their content too."""
+
+def fill(c: Any, suffix: str = "") -> None:
+    """Fill the empty index `search_index{suffix}` from `view_articles{suffix}`: the published
+    articles, as indexing batch by batch would have left them. In rowid order, since FTS5
+    writes a segment whenever a rowid is not above the last one; only the keys are sorted, in
+    a temporary table (sorting the rows would sort their content too)."""
+    statements = (
+        "INSERT OR IGNORE INTO search_partitions (knowledge_base_id) "
+        f"SELECT knowledge_base_id FROM view_knowledge_bases{suffix} "
+        "ORDER BY created_at, knowledge_base_id",
+        "DROP TABLE IF EXISTS temp.search_fill",
+        "CREATE TEMP TABLE search_fill (id INTEGER PRIMARY KEY, seq INTEGER NOT NULL)",
+        f"INSERT INTO temp.search_fill SELECT (p.part << {SEQ_BITS}) | v.seq, v.seq "
+        f"FROM view_articles{suffix} v "
+        "JOIN search_partitions p ON p.knowledge_base_id = v.knowledge_base_id "
+        "WHERE v.status = 'published'",
+        f"INSERT INTO search_index{suffix} (rowid, title, content) "
+        "SELECT f.id, a.title, a.content "
+        f"FROM temp.search_fill f CROSS JOIN view_articles{suffix} a ON a.seq = f.seq "
+        "ORDER BY f.id",
+        "DROP TABLE temp.search_fill",
+    )
+    for statement in statements:
+        c.execute(statement)
 
 
 def rowid(c: Any, knowledge_base_id: str, seq: int) -> int:

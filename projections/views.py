@@ -174,8 +174,7 @@ class Views(SQLiteTrackingRecorder):
             finally:
                 c.execute(f"PRAGMA cache_size={int(cache_size)}")
             _recreate_search_index(c)
-            for statement in search.FILL:
-                c.execute(statement)
+            search.fill(c)
             self._set_search_position(c, position)
 
     def drop(self) -> None:
