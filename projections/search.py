@@ -73,6 +73,7 @@ def fill(c: Any, suffix: str = "") -> None:
     writes a segment whenever a rowid is not above the last one; only the keys are sorted, in
     a temporary table (sorting the rows would sort their content too)."""
     statements = (
+        PARTITIONS,  # a views file repaired after a hand-dropped table may lack it
         "INSERT OR IGNORE INTO search_partitions (knowledge_base_id) "
         f"SELECT knowledge_base_id FROM view_knowledge_bases{suffix} "
         "ORDER BY created_at, knowledge_base_id",
