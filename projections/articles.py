@@ -205,14 +205,18 @@ class Batch:
             return
         # In rowid order: FTS5 flushes its pending terms to a new segment whenever a rowid is
         # not above the last one written, so updates in random order each write a segment.
-        for row in sorted((r for r in rows.values() if r), key=lambda row: row[SEQ]):
+        changed = []
+        for row in rows.values():
+            if not row:
+                continue
             old = self.before.get(row[ARTICLE_ID])
             new = (row[TITLE], row[CONTENT]) if row[STATUS] == "published" else None
-            if old == new:
-                continue
+            if old != new:
+                changed.append((search.rowid(c, row[KB], row[SEQ]), old, new))
+        for rowid, old, new in sorted(changed, key=itemgetter(0)):
             if old is None:
-                search.index(c, row[SEQ], row[TITLE], row[CONTENT])
+                search.index(c, rowid, *new)
             elif new is None:
-                search.unindex(c, row[SEQ])
+                search.unindex(c, rowid)
             else:
-                search.reindex(c, row[SEQ], row[TITLE], row[CONTENT])
+                search.reindex(c, rowid, *new)

@@ -97,6 +97,7 @@ class Views(SQLiteTrackingRecorder):
             *super().construct_create_table_statements(),
             *articles.SCHEMA,
             search.SCHEMA,
+            search.PARTITIONS,
         ]
 
     def create_table(self) -> None:
@@ -112,6 +113,12 @@ class Views(SQLiteTrackingRecorder):
             self.repair(*self.source)
         super().create_table()
         self.position = self.max_tracking_id(self.application_name) or 0
+        with self.read() as c:
+            outdated = search.outdated(c)
+        if outdated:  # an index from before the partitions: rebuilt whole from the views
+            with self.write() as c:
+                _recreate_search_index(c)
+                self._set_search_position(c, -1)
         self._finish_replay()  # a replay interrupted after its last batch
 
     @contextmanager
@@ -220,10 +227,7 @@ class Views(SQLiteTrackingRecorder):
             position = last
         with self.write() as c:  # the search index, built whole, aside
             c.execute(search.SCHEMA.replace("search_index", f"search_index{NEXT}", 1))
-            c.execute(
-                f"INSERT INTO search_index{NEXT} (rowid, title, content) "
-                f"SELECT seq, title, content FROM view_articles{NEXT} WHERE status = 'published'"
-            )
+            search.fill(c, NEXT)
         with self._lock, self.write() as c:
             if _position(c, name) != position:
                 raise _overtaken()
@@ -314,10 +318,7 @@ class Views(SQLiteTrackingRecorder):
         left them) and REPLAY_INDEXES, built whole from the article view, in one transaction."""
         self._build_indexes(c)
         _recreate_search_index(c)
-        c.execute(
-            "INSERT INTO search_index (rowid, title, content) "
-            "SELECT seq, title, content FROM view_articles WHERE status = 'published'"
-        )
+        search.fill(c)
         self._set_search_position(c, position)
 
     @staticmethod
@@ -445,7 +446,7 @@ class Views(SQLiteTrackingRecorder):
                 out[table] = rows
             c.execute(
                 "SELECT a.article_id, s.title, s.content FROM search_index s "
-                "JOIN view_articles a ON a.seq = s.rowid ORDER BY a.article_id"
+                f"JOIN view_articles a ON a.seq = s.rowid & {search.SEQ_MASK} ORDER BY a.article_id"
             )
             out["search_index"] = [tuple(row) for row in c.fetchall()]
             return out
