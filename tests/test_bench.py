@@ -31,7 +31,7 @@ def test_quick_bench_prints_and_writes_every_row(tmp_path: Path) -> None:
     assert data["quick"] is True
     rows = {row["key"]: row for row in data["rows"]}
     expected = {"1a", "1b", "1c", "3a", "3b", "3c", "4a", "4b", "4c", "4d", "5a", "5b"}
-    expected |= {"6a", "6b", "7", "8", "9a", "9b", "9c", "9d"}
+    expected |= {"6a", "6b", "7", "8", "9a", "9b", "9c", "9d", "10a", "10b", "10c", "10d"}
     expected |= {
         f"2-{tool}-p{q}-{size}"
         for tool in ("read", "search")
@@ -48,13 +48,18 @@ def test_quick_bench_prints_and_writes_every_row(tmp_path: Path) -> None:
     # Row 7 times what an agent waits for, the first tools/call answer, and has no target.
     assert "first tools/call answer" in rows["7"]["measurement"]
     assert rows["7"]["target"] == "—"
-    for key in ("1a", "2-read-p50-400", "3b", "6a", "7", "8"):
+    # Row 10c is each run's ratio of the same knowledge base's search p50, shared over alone.
+    alone, shared = rows["10a"]["kbes"]["runs"], rows["10b"]["kbes"]["runs"]
+    ratios = [b / a for a, b in zip(alone, shared, strict=True)]
+    assert rows["10c"]["kbes"]["runs"] == pytest.approx(ratios)
+    assert rows["10c"]["target"] == "<= 1.3x" and rows["10c"]["met"] is None
+    for key in ("1a", "2-read-p50-400", "3b", "6a", "7", "8", "10c"):
         assert key in result.output
     assert "ratio" in result.output and "target" in result.output
 
 
 def test_bench_rejects_unknown_rows() -> None:
-    result = CliRunner().invoke(main, ["bench", "--rows", "10"])
+    result = CliRunner().invoke(main, ["bench", "--rows", "11"])
     assert result.exit_code != 0
     assert "unknown row" in result.output
 

@@ -31,6 +31,8 @@ class Config:
     sim_seeds: str
     push_saves: int
     push_idle_seconds: float
+    isolation_others: int
+    isolation_articles: int
 
     @classmethod
     def full(cls) -> Config:
@@ -52,6 +54,8 @@ class Config:
             sim_seeds="1-5",
             push_saves=200,
             push_idle_seconds=30.0,
+            isolation_others=100,
+            isolation_articles=1_000,
         )
 
     @classmethod
@@ -74,4 +78,6 @@ class Config:
             sim_seeds="1",
             push_saves=10,
             push_idle_seconds=2.0,
+            isolation_others=10,
+            isolation_articles=200,
         )

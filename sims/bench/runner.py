@@ -12,6 +12,7 @@ from kbes.sims.bench.caught_up import measure_caught_up
 from kbes.sims.bench.config import Config, Progress
 from kbes.sims.bench.edits import measure_edits
 from kbes.sims.bench.history import measure_long_history
+from kbes.sims.bench.isolation import measure_isolation
 from kbes.sims.bench.polls import measure_polls
 from kbes.sims.bench.push import measure_push
 from kbes.sims.bench.reads import measure_reads
@@ -20,7 +21,7 @@ from kbes.sims.bench.results import Report
 from kbes.sims.bench.sim_day import measure_sim
 from kbes.sims.bench.startup import measure_serve
 
-GROUPS = ("1", "2", "3", "4", "5", "6", "7", "8", "9")
+GROUPS = ("1", "2", "3", "4", "5", "6", "7", "8", "9", "10")
 
 
 @contextmanager
@@ -65,6 +66,8 @@ def run(
             measure_sim(report, say)
         if "9" in groups:
             measure_push(report, workdir, say)
+        if "10" in groups:
+            measure_isolation(report, workdir, say)
     if config.quick:  # small datasets: the targets are judged on the full run only
         for row in report.rows:
             row.met = None
