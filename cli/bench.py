@@ -48,7 +48,7 @@ def _groups(text: str | None, known: tuple[str, ...]) -> tuple[str, ...]:
     type=click.Path(file_okay=False),
     metavar="DIR",
     help="Build the throwaway databases here and keep them (default: a temporary folder, "
-    "removed afterwards). The full run needs about 1.5 GB.",
+    "removed afterwards). The full run needs about 2 GB.",
 )
 def bench(quick: bool, json_path: str | None, rows: str | None, directory: str | None) -> None:
     """Measure every hot path of kbes against a plain-sqlite3 baseline and print the medians.
