@@ -23,7 +23,7 @@ from kbes.errors import (
 from kbes.results import Edited
 from kbes.tools.messages import no_article, no_knowledge_base
 from kbes.tools.tool import WRITE, Tool
-from kbes.tools.wire import Citation, EditRequest, EditResult
+from kbes.tools.wire import EditRequest, EditResult, cite
 
 
 def edit(store: KnowledgeBaseStore, request: EditRequest, kb: UUID) -> EditResult:
@@ -71,7 +71,7 @@ def edit_result(edited: Edited) -> EditResult:
         article_id=article_text,
         title=edited.title,
         updated_at=stamp,
-        citation=Citation(knowledge_base_id=kb_text, article_id=article_text, updated_at=stamp),
+        citation=cite(kb_text, article_text, stamp),
         replay=edited.replay,
     )
 

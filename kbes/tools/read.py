@@ -8,7 +8,7 @@ from kbes.application import KnowledgeBaseStore
 from kbes.errors import ArticleNotFound, ArticleUnpublished, Gone, KnowledgeBaseNotFound, NotFound
 from kbes.tools.messages import no_article, no_knowledge_base, no_longer_an_answer
 from kbes.tools.tool import READ_ONLY, Tool
-from kbes.tools.wire import ArticleResult, Citation, ReadRequest
+from kbes.tools.wire import ArticleResult, ReadRequest, cite
 
 
 def read(store: KnowledgeBaseStore, request: ReadRequest, kb: UUID) -> ArticleResult:
@@ -30,9 +30,7 @@ def read(store: KnowledgeBaseStore, request: ReadRequest, kb: UUID) -> ArticleRe
         title=article.title,
         content=article.content,
         updated_at=article.updated_at,
-        citation=Citation(
-            knowledge_base_id=kb_text, article_id=article.article_id, updated_at=article.updated_at
-        ),
+        citation=cite(kb_text, article.article_id, article.updated_at),
     )
 
 
