@@ -12,6 +12,7 @@ import msgspec
 from kbes.cli.options import existing_db_option, store_at
 from kbes.errors import KbesError
 from kbes.tools import TOOLS, call_tool
+from kbes.tools.wire import encodes
 
 
 def parse_arguments(pairs: tuple[str, ...]) -> dict[str, Any]:
@@ -69,7 +70,7 @@ def tool(name: str, arguments: tuple[str, ...], indent: bool, db: str) -> None:
         except KbesError as e:
             result, failed = e.to_dict(), True
     text = json.dumps(result, ensure_ascii=False, indent=2 if indent else None)
-    if not text.isascii() and _surrogates(text):
+    if not text.isascii() and not encodes(text):
         # An argument's lone surrogate echoed in an error ("\ud800") cannot be UTF-8: escape.
         text = json.dumps(result, indent=2 if indent else None)
     click.echo(text)
@@ -82,11 +83,3 @@ def tool(name: str, arguments: tuple[str, ...], indent: bool, db: str) -> None:
                 err=True,
             )
         sys.exit(1)
-
-
-def _surrogates(text: str) -> bool:
-    try:
-        text.encode("utf-8")
-    except UnicodeEncodeError:
-        return True
-    return False

@@ -16,7 +16,7 @@ from typing import Any, ClassVar, TypeVar, cast
 from uuid import UUID
 
 from eventsourcing.application import AggregateNotFoundError, Application, ProcessingEvent
-from eventsourcing.persistence import IntegrityError, Notification, Recording
+from eventsourcing.persistence import IntegrityError, Recording
 from eventsourcing.utils import get_topic
 
 from kbes.article import EVENT_TYPES, Article
@@ -33,7 +33,7 @@ from kbes.errors import (
     KnowledgeBaseNotFound,
     NotFound,
 )
-from kbes.feed import FeedEvent, FeedReader
+from kbes.feed import FeedEvent, FeedReader, full_decode
 from kbes.ids import parse_id, require_id
 from kbes.internals import project_unchecked, save_unchecked
 from kbes.knowledge_base import KnowledgeBase
@@ -337,14 +337,7 @@ class KnowledgeBaseStore(Application):
         for nid, article_id, version, topic, state in rows:
             stamp = decode_stamp(topic, state)
             if stamp is None:  # an upcast event: the mapper's full path
-                notification = Notification(
-                    id=nid,
-                    originator_id=UUID(article_id),
-                    originator_version=version,
-                    topic=topic,
-                    state=state,
-                )
-                event = self.mapper.to_domain_event(notification)
+                event = full_decode(self.mapper, (nid, article_id, version, topic, state))
                 stamp = (type(event), event.timestamp)
             events.append(
                 FeedEvent(nid, EVENT_TYPES[stamp[0]], article_id, timestamp_text(stamp[1]))

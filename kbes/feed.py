@@ -9,8 +9,9 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from typing import Any, NamedTuple, Protocol
+from uuid import UUID
 
-from eventsourcing.persistence import StoredEvent
+from eventsourcing.persistence import Notification, StoredEvent
 
 
 class FeedEvent(NamedTuple):
@@ -62,6 +63,20 @@ class EventDecoder(Protocol):
     def to_domain_event(self, stored_event: StoredEvent) -> Any: ...
 
 
+def full_decode(mapper: EventDecoder, row: StoredRow) -> Any:
+    """The domain event of `row` through the mapper's full path: the few events the fast
+    decoders leave to it (upcasting, snapshots), whichever reader met them."""
+    nid, originator_id, version, topic, state = row
+    notification = Notification(
+        id=nid,
+        originator_id=UUID(originator_id),
+        originator_version=version,
+        topic=topic,
+        state=state,
+    )
+    return mapper.to_domain_event(notification)
+
+
 class LoneSelect(Protocol):
     """A datastore that runs one SELECT without a transaction around it (kbes.recorder)."""
 
@@ -72,4 +87,4 @@ class LoneSelect(Protocol):
         ...
 
 
-__all__ = ["EventDecoder", "FeedEvent", "FeedReader", "LoneSelect", "StoredRow"]
+__all__ = ["EventDecoder", "FeedEvent", "FeedReader", "LoneSelect", "StoredRow", "full_decode"]

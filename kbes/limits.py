@@ -94,11 +94,16 @@ def title_problem(title: str) -> str | None:
     return None
 
 
+def _refuse(problem: str | None, field: str) -> None:
+    """Raise `problem`, if any, as `invalid_argument` naming `field`: one wording for every
+    limit, so a caller learns which argument to fix whichever check failed."""
+    if problem is not None:
+        raise InvalidArgument(problem, field=field)
+
+
 def require_title(title: str) -> str:
     """`title` if it follows the title rule; `invalid_argument` naming `title` otherwise."""
-    problem = title_problem(title)
-    if problem is not None:
-        raise InvalidArgument(problem, field="title")
+    _refuse(title_problem(title), "title")
     return title
 
 
@@ -113,9 +118,7 @@ def content_problem(content: str) -> str | None:
 
 def require_content(content: str) -> str:
     """`content` if within the limit; `invalid_argument` naming `content` otherwise."""
-    problem = content_problem(content)
-    if problem is not None:
-        raise InvalidArgument(problem, field="content")
+    _refuse(content_problem(content), "content")
     return content
 
 
@@ -131,7 +134,5 @@ def idempotency_key_problem(key: str) -> str | None:
 
 
 def require_idempotency_key(key: str) -> str:
-    problem = idempotency_key_problem(key)
-    if problem is not None:
-        raise InvalidArgument(problem, field="idempotency_key")
+    _refuse(idempotency_key_problem(key), "idempotency_key")
     return key

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import json
 import logging
+from collections.abc import Awaitable, Callable
 from types import TracebackType
 from typing import Any
 
@@ -42,18 +43,19 @@ class AnsweringReadStream:
         return getattr(self._inner, "last_context", None)
 
     async def receive(self) -> SessionMessage:
-        while True:
-            item = await self._inner.receive()
-            if not isinstance(item, Exception):
-                return item
-            await self._answer(item)
+        return await self._next_message(self._inner.receive)
 
     def __aiter__(self) -> AnsweringReadStream:
         return self
 
     async def __anext__(self) -> SessionMessage:
+        return await self._next_message(self._inner.__anext__)
+
+    async def _next_message(self, get: Callable[[], Awaitable[Any]]) -> SessionMessage:
+        """The next parsed message `get` yields, each refused line answered on the way: one
+        loop for both ways the dispatcher reads (`receive` and async iteration)."""
         while True:
-            item = await self._inner.__anext__()
+            item = await get()
             if not isinstance(item, Exception):
                 return item
             await self._answer(item)

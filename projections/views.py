@@ -14,13 +14,12 @@ import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any, Concatenate, ParamSpec, TypeVar, cast
-from uuid import UUID
 
-from eventsourcing.persistence import Notification, OperationalError, Tracking
+from eventsourcing.persistence import OperationalError, Tracking
 from eventsourcing.sqlite import SQLiteCursor, SQLiteDatastore, SQLiteTrackingRecorder
 
 from kbes.errors import Busy
-from kbes.feed import EventDecoder, FeedReader, LoneSelect
+from kbes.feed import EventDecoder, FeedReader, LoneSelect, full_decode
 from kbes.internals import insert_tracking, max_tracking_id
 from kbes.projections import articles, search
 
@@ -519,14 +518,7 @@ def read_items(
     for nid, oid, version, topic, state in rows:
         decoded = decode(topic, state)
         if decoded is None:
-            notification = Notification(
-                id=nid,
-                originator_id=UUID(oid),
-                originator_version=version,
-                topic=topic,
-                state=state,
-            )
-            event = mapper.to_domain_event(notification)
+            event = full_decode(mapper, (nid, oid, version, topic, state))
             items.append((type(event), oid, version, event, nid))
         else:
             items.append((decoded[0], oid, version, decoded[1], nid))

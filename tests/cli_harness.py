@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from click.testing import CliRunner
 
+from kbes.application import open_store
 from kbes.cli import main
 
 
@@ -12,3 +15,13 @@ def ok(runner: CliRunner, *args: str) -> str:
     result = runner.invoke(main, list(args), catch_exceptions=False)
     assert result.exit_code == 0, result.output
     return result.stdout
+
+
+def head(db_path: Path) -> int:
+    """The log's last notification id, read from its own store: a command that must write
+    nothing leaves it where it was."""
+    store = open_store(str(db_path))
+    try:
+        return store.recorder.max_notification_id() or 0
+    finally:
+        store.close()

@@ -9,19 +9,10 @@ import sqlite3
 from pathlib import Path
 
 import pytest
-from cli_harness import ok
+from cli_harness import head, ok
 from click.testing import CliRunner
 
-from kbes.application import open_store
 from kbes.cli import main
-
-
-def head(db_path: Path) -> int:
-    store = open_store(str(db_path))
-    try:
-        return store.recorder.max_notification_id() or 0
-    finally:
-        store.close()
 
 
 def read(runner: CliRunner, kb: str, article_id: str) -> dict:

@@ -3,34 +3,20 @@ what moved. Its reads are real tool calls; its notifications are counted beside 
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
-from click.testing import CliRunner
-
-from kbes.cli import main
-
-SMALL = ["--seeds", "1-2", "--articles", "60", "--questions", "24", "--saves", "80", "--hours", "4"]
+from sim_cost import run_small_cost
 
 
 def test_listen_then_read_counts_its_reads_and_notifications(tmp_path: Path) -> None:
-    out = tmp_path / "cost.json"
-    trace = tmp_path / "trace.jsonl"
-    result = CliRunner().invoke(
-        main,
-        ["sim", "cost", *SMALL, "--jobs", "1", "--json", str(out), "--trace", str(trace)],
-        catch_exceptions=False,
-    )
-    assert result.exit_code == 0, result.output
-    row = next(line for line in result.output.splitlines() if "read only what moved" in line)
+    output, strategies, records = run_small_cost(tmp_path)
+    row = next(line for line in output.splitlines() if "read only what moved" in line)
     cells = [cell.strip() for cell in row.strip("|").split("|")]
     # The article never measured push: its columns say so, and carry no figure.
     assert cells[0] == "Listen to cited articles, read only what moved"
     assert cells[2] == "kbes only" and cells[4] == "—" and cells[6] == "—"
 
-    strategies = json.loads(out.read_text())["cost"]["strategies"]
     listen, read = strategies["listen"], strategies["read"]
-    records = [json.loads(line) for line in trace.read_text().splitlines()]
     reads = [
         r
         for r in records

@@ -15,7 +15,7 @@ from kbes.history import History, StoreSource, unified_diff
 from kbes.ids import parse_id
 from kbes.tools.messages import no_article, no_knowledge_base, no_longer_an_answer
 from kbes.tools.tool import READ_ONLY, Tool
-from kbes.tools.wire import ArticleChange, Citation, DiffRequest, DiffResult
+from kbes.tools.wire import ArticleChange, DiffRequest, DiffResult, cite
 
 
 def diff_article(store: KnowledgeBaseStore, request: DiffRequest, kb: UUID) -> DiffResult:
@@ -68,9 +68,7 @@ def diff_article(store: KnowledgeBaseStore, request: DiffRequest, kb: UUID) -> D
         changed=bool(changes),
         changes=changes,
         diff=unified_diff(old, new),
-        citation=Citation(
-            knowledge_base_id=str(kb), article_id=new.article_id, updated_at=new.updated_at
-        ),
+        citation=cite(str(kb), new.article_id, new.updated_at),
     )
 
 

@@ -17,13 +17,12 @@ from kbes.errors import (
     IdempotencyKeyReused,
     KeyReused,
     KnowledgeBaseNotFound,
-    NotFound,
     VersionConflict,
 )
 from kbes.results import Edited
-from kbes.tools.messages import no_article, no_knowledge_base
+from kbes.tools.messages import not_found
 from kbes.tools.tool import WRITE, Tool
-from kbes.tools.wire import Citation, EditRequest, EditResult
+from kbes.tools.wire import EditRequest, EditResult, cite
 
 
 def edit(store: KnowledgeBaseStore, request: EditRequest, kb: UUID) -> EditResult:
@@ -36,10 +35,8 @@ def edit(store: KnowledgeBaseStore, request: EditRequest, kb: UUID) -> EditResul
             idempotency_key=request.idempotency_key,
             title=None if request.title is UNSET else request.title,  # type: ignore[arg-type]
         )
-    except KnowledgeBaseNotFound:
-        raise NotFound(no_knowledge_base(request.knowledge_base_id)) from None
-    except ArticleNotFound:
-        raise NotFound(no_article(request.article_id)) from None
+    except (KnowledgeBaseNotFound, ArticleNotFound) as e:
+        raise not_found(e, request.knowledge_base_id, request.article_id) from None
     except ArticleUnpublished as e:
         raise Gone(
             f"article {request.article_id} was unpublished at {e.unpublished_at}; "
@@ -71,7 +68,7 @@ def edit_result(edited: Edited) -> EditResult:
         article_id=article_text,
         title=edited.title,
         updated_at=stamp,
-        citation=Citation(knowledge_base_id=kb_text, article_id=article_text, updated_at=stamp),
+        citation=cite(kb_text, article_text, stamp),
         replay=edited.replay,
     )
 

@@ -3,6 +3,8 @@ raises domain errors carrying the facts; the tools phrase them here."""
 
 from __future__ import annotations
 
+from kbes.errors import KnowledgeBaseNotFound, NotFound
+
 GRANTS_HINT = "check the id against the citation or the list of granted knowledge bases"
 
 
@@ -31,3 +33,11 @@ def no_longer_an_answer(article_id: object, unpublished_at: str) -> str:
         f"article {article_id} was unpublished at {unpublished_at}; it is no longer an answer. "
         "Search again for a current article."
     )
+
+
+def not_found(e: NotFound, knowledge_base_id: object, article_id: object) -> NotFound:
+    """The wire's `not_found` for a missing knowledge base or article, as the tools that take
+    both ids (read, edit) word it alike: which of the two names nothing, and what to do."""
+    if isinstance(e, KnowledgeBaseNotFound):
+        return NotFound(no_knowledge_base(knowledge_base_id))
+    return NotFound(no_article(article_id))

@@ -5,19 +5,17 @@ from __future__ import annotations
 from uuid import UUID
 
 from kbes.application import KnowledgeBaseStore
-from kbes.errors import ArticleNotFound, ArticleUnpublished, Gone, KnowledgeBaseNotFound, NotFound
-from kbes.tools.messages import no_article, no_knowledge_base, no_longer_an_answer
+from kbes.errors import ArticleNotFound, ArticleUnpublished, Gone, KnowledgeBaseNotFound
+from kbes.tools.messages import no_longer_an_answer, not_found
 from kbes.tools.tool import READ_ONLY, Tool
-from kbes.tools.wire import ArticleResult, Citation, ReadRequest
+from kbes.tools.wire import ArticleResult, ReadRequest, cite
 
 
 def read(store: KnowledgeBaseStore, request: ReadRequest, kb: UUID) -> ArticleResult:
     try:
         article = store.read_article(kb, request.article_id)
-    except KnowledgeBaseNotFound:
-        raise NotFound(no_knowledge_base(request.knowledge_base_id)) from None
-    except ArticleNotFound:
-        raise NotFound(no_article(request.article_id)) from None
+    except (KnowledgeBaseNotFound, ArticleNotFound) as e:
+        raise not_found(e, request.knowledge_base_id, request.article_id) from None
     except ArticleUnpublished as e:
         raise Gone(
             no_longer_an_answer(request.article_id, e.unpublished_at),
@@ -30,9 +28,7 @@ def read(store: KnowledgeBaseStore, request: ReadRequest, kb: UUID) -> ArticleRe
         title=article.title,
         content=article.content,
         updated_at=article.updated_at,
-        citation=Citation(
-            knowledge_base_id=kb_text, article_id=article.article_id, updated_at=article.updated_at
-        ),
+        citation=cite(kb_text, article.article_id, article.updated_at),
     )
 
 

@@ -8,7 +8,7 @@ from kbes.application import KnowledgeBaseStore
 from kbes.errors import KnowledgeBaseNotFound, NotFound
 from kbes.tools.messages import no_knowledge_base
 from kbes.tools.tool import READ_ONLY, Tool
-from kbes.tools.wire import Citation, SearchHit, SearchRequest, SearchResult
+from kbes.tools.wire import SearchHit, SearchRequest, SearchResult, cite
 
 
 def search(store: KnowledgeBaseStore, request: SearchRequest, kb: UUID) -> SearchResult:
@@ -26,9 +26,7 @@ def search(store: KnowledgeBaseStore, request: SearchRequest, kb: UUID) -> Searc
                 title=hit.title,
                 snippet=hit.snippet,
                 updated_at=hit.updated_at,
-                citation=Citation(
-                    knowledge_base_id=kb_text, article_id=hit.article_id, updated_at=hit.updated_at
-                ),
+                citation=cite(kb_text, hit.article_id, hit.updated_at),
             )
             for hit in hits
         ],

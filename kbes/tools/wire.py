@@ -194,6 +194,14 @@ class Citation(Wire):
     updated_at: Timestamp
 
 
+def cite(knowledge_base_id: str, article_id: str, updated_at: str) -> Citation:
+    """The citation of the article version an answer shows: read, search, edit and diff all
+    hand one back, and spelling it once keeps them citing alike."""
+    return Citation(
+        knowledge_base_id=knowledge_base_id, article_id=article_id, updated_at=updated_at
+    )
+
+
 class SearchHit(Wire):
     article_id: str
     title: str
