@@ -6,6 +6,7 @@ import gc
 import multiprocessing
 import os
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -14,47 +15,49 @@ from kbes.sims.baseline import Baseline
 from kbes.sims.bench.config import Config, Progress
 from kbes.sims.bench.results import Report, Row, Stat
 
-
-def edit_loop_kbes(store: KnowledgeBaseStore, kb: str, article: str, n: int, tag: str) -> float:
-    """`n` edits of one article through the tool layer, each with the version the previous
-    one returned and a fresh idempotency key; returns edits per second."""
-    version = _kbes_version(store, kb, article)
-    gc.collect()
-    start = time.perf_counter()
-    for i in range(n):
-        version = _kbes_edit(store, kb, article, tag, i, version)
-    return n / (time.perf_counter() - start)
+Edit = Callable[[int, str], str]
+"""Edit `i` of a loop, given the version the previous edit returned; returns the new one."""
 
 
-def _kbes_version(store: KnowledgeBaseStore, kb: str, article: str) -> str:
-    return call_tool(  # type: ignore[attr-defined,no-any-return]
+def kbes_editor(store: KnowledgeBaseStore, kb: str, article: str, tag: str) -> tuple[Edit, str]:
+    """Edits of one article through the tool layer, each with a fresh idempotency key; with
+    the article's current version to start from."""
+
+    def edit(i: int, version: str) -> str:
+        return call_tool(  # type: ignore[attr-defined,no-any-return]
+            store,
+            "edit_knowledge_article",
+            {
+                "knowledge_base_id": kb,
+                "article_id": article,
+                "content": f"content {tag} {i}",
+                "expected_version": version,
+                "idempotency_key": f"{tag}-{i}",
+            },
+        ).updated_at
+
+    version = call_tool(  # type: ignore[attr-defined]
         store, "read_knowledge_article", {"knowledge_base_id": kb, "article_id": article}
     ).updated_at
+    return edit, version
 
 
-def _kbes_edit(
-    store: KnowledgeBaseStore, kb: str, article: str, tag: str, i: int, version: str
-) -> str:
-    """Edit `i` of a loop through the tool layer; returns the new version."""
-    return call_tool(  # type: ignore[attr-defined,no-any-return]
-        store,
-        "edit_knowledge_article",
-        {
-            "knowledge_base_id": kb,
-            "article_id": article,
-            "content": f"content {tag} {i}",
-            "expected_version": version,
-            "idempotency_key": f"{tag}-{i}",
-        },
-    ).updated_at
+def baseline_editor(baseline: Baseline, kb: str, article: str, tag: str) -> tuple[Edit, str]:
+    """The same edits on the baseline's compare-and-swap."""
+
+    def edit(i: int, version: str) -> str:
+        return baseline.edit(kb, article, f"content {tag} {i}", version, f"{tag}-{i}").updated_at
+
+    return edit, baseline.read(kb, article)["updated_at"]
 
 
-def edit_loop_baseline(baseline: Baseline, kb: str, article: str, n: int, tag: str) -> float:
-    version = baseline.read(kb, article)["updated_at"]
+def edit_loop(editor: tuple[Edit, str], n: int) -> float:
+    """`n` edits in a row, each with the version the previous one returned; edits per second."""
+    edit, version = editor
     gc.collect()
     start = time.perf_counter()
     for i in range(n):
-        version = baseline.edit(kb, article, f"content {tag} {i}", version, f"{tag}-{i}").updated_at
+        version = edit(i, version)
     return n / (time.perf_counter() - start)
 
 
@@ -73,8 +76,8 @@ def measure_edits(report: Report, workdir: Path, progress: Progress) -> None:
         for run in range(cfg.repeats):
             article = str(store.add_article(kb, f"article {run}", "text", publish=True))
             [barticle] = baseline.add_articles(bkb, [(f"article {run}", "text")])
-            ours.append(edit_loop_kbes(store, kb, article, cfg.edits, f"r{run}"))
-            theirs.append(edit_loop_baseline(baseline, bkb, barticle, cfg.edits, f"r{run}"))
+            ours.append(edit_loop(kbes_editor(store, kb, article, f"r{run}"), cfg.edits))
+            theirs.append(edit_loop(baseline_editor(baseline, bkb, barticle, f"r{run}"), cfg.edits))
         store.close()
         baseline.close()
         if synchronous == "FULL":
@@ -126,21 +129,9 @@ def _edit_worker(
     """One of the processes of row 1b: edits its own article, so the processes contend for
     the file's write lock, not for one article version."""
     if kind == "kbes":
-        store = open_store(path)
-        version = _kbes_version(store, kb, article)
-
-        def edit(i: int, version: str) -> str:
-            return _kbes_edit(store, kb, article, tag, i, version)
-
+        edit, version = kbes_editor(open_store(path), kb, article, tag)
     else:
-        baseline = Baseline(path)
-        version = baseline.read(kb, article)["updated_at"]
-
-        def edit(i: int, version: str) -> str:
-            return baseline.edit(
-                kb, article, f"content {tag} {i}", version, f"{tag}-{i}"
-            ).updated_at
-
+        edit, version = baseline_editor(Baseline(path), kb, article, tag)
     ready.put(os.getpid())
     go.wait()
     start = time.perf_counter()
