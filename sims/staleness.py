@@ -271,13 +271,12 @@ class Checker:
                 self.heard[article_id] = None
             else:
                 self.heard[article_id] = parse_timestamp(result.updated_at)
-        stale: set[int] = set()
-        for i, c in enumerate(citations):
-            if c.article_id in self.heard:
-                heard = self.heard[c.article_id]
-                if heard is None or heard != c.updated_at:
-                    stale.add(i)
-        return stale
+        # An article never notified is as cited: its default is the citation's own version.
+        return {
+            i
+            for i, c in enumerate(citations)
+            if self.heard.get(c.article_id, c.updated_at) != c.updated_at
+        }
 
     def _by_title(self, citations: list[Cited]) -> set[int]:
         still_there: dict[str, bool] = {}
