@@ -25,6 +25,7 @@ PHASES = {
     "check:read": "phase: checks, re-read each cited article",
     "check:poll": "phase: checks, poll from a cursor",
     "check:diff": "phase: checks, diff what moved",
+    "check:listen": "phase: checks, read what listeners heard",
     "edits": "phase: edits (retries, replays)",
 }
 
