@@ -32,6 +32,8 @@ from kbes.sims.bench.results import Report, Row, Stat
 from kbes.sims.bench.timing import percentile
 
 P99_TARGET_SECONDS = 1.0
+STARTED = "Application startup complete."
+"""What uvicorn logs (at `--log-level info`) once the server answers requests."""
 
 
 def measure_push(report: Report, workdir: Path, progress: Progress) -> None:
@@ -195,13 +197,15 @@ def _serve(db: str, kb: str, scratch: Path) -> Any:
     try:
         deadline = time.monotonic() + 30
         while True:
-            found = re.search(r"http://127\.0\.0\.1:\d+/mcp", log_path.read_text(errors="replace"))
-            if found:
+            # The URL is printed as the socket is bound, before uvicorn serves it: wait for
+            # uvicorn's own word that the app started, so the idle window holds no start-up.
+            text = log_path.read_text(errors="replace")
+            found = re.search(r"http://127\.0\.0\.1:\d+/mcp", text)
+            if found and STARTED in text:
                 break
             if process.poll() is not None or time.monotonic() > deadline:
                 raise RuntimeError(f"kbes serve did not start:\n{log_path.read_text()}")
             time.sleep(0.05)
-        time.sleep(0.3)  # the URL is printed as the socket is bound; let uvicorn start
         yield found.group(0), process.pid, log_path
     finally:
         process.terminate()
