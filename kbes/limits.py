@@ -72,6 +72,16 @@ except ValueError as e:
     raise SystemExit(f"kbes: {e}") from None
 
 
+def encodes(text: str) -> bool:
+    """Whether `text` is Unicode text (has a UTF-8 form): not so with a lone surrogate, which
+    JSON can escape and Python keeps for a file name's bytes that are not UTF-8."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
 def title_problem(title: str) -> str | None:
     """What is wrong with `title` under the title rule, or None if nothing is."""
     if not title.strip():
