@@ -9,6 +9,7 @@ import msgspec
 
 from kbes.application import KnowledgeBaseStore
 from kbes.cli.options import SEQUENCE, json_option, print_table, with_store
+from kbes.feed import resume_point
 
 POLL_LIMIT = 100
 """Events read per page: the poll tool's default page."""
@@ -49,7 +50,6 @@ def events(
                 "sequence this command printed, or 0",
                 param_hint="--after",
             )
-        full = len(events) == POLL_LIMIT
         if as_json:
             for event in events:
                 click.echo(msgspec.json.encode(event._asdict()).decode())
@@ -61,7 +61,7 @@ def events(
             else:
                 for row in rows:
                     click.echo("  ".join(str(v) for v in row))
-        cursor = events[-1].sequence if full else head
+        cursor, full = resume_point(events, head, POLL_LIMIT)
         if full:
             continue
         if not follow:

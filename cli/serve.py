@@ -16,7 +16,7 @@ from kbes.cli.options import existing_db_option, store_at
 from kbes.edit_policy import EDIT_POLICIES
 from kbes.identity import describe_grants, instructions_for
 from kbes.ids import canonical_id
-from kbes.tools import HISTORY_TOOLS, TOOLS, Grants, Tool
+from kbes.tools import HISTORY_TOOLS, TOOLS, Grants
 from kbes.urls import redact
 
 if TYPE_CHECKING:
@@ -147,17 +147,19 @@ def serve(
     tokens = load_tokens(tokens_file) if tokens_file else None
     configure_logging(log_level, tokens)
     tools = [*TOOLS.values(), *(HISTORY_TOOLS if history_tools else [])]
-    if address is None:
-        serve_stdio(db, grant_ids, grant_all, tools, edits)
-        return
-
-    from kbes.server import KbesMCP, bind, url_host
-
     with store_at(db) as store:
         grants = resolve_grants(store, grant_ids, grant_all)
         if tokens is not None:
             check_token_grants(store, tokens, grants)
         known = None if tokens is not None else describe_grants(store, grants)
+        if address is None:
+            # Said before the MCP SDK's import, the slow one, as the stdio server starts.
+            note(
+                f"kbes serve: MCP over stdio; database {redact(db)}; "
+                f"grants {granted(grants)}; edits {edits}"
+            )
+        from kbes.server import KbesMCP, bind, url_host
+
         mcp = KbesMCP(
             store,
             grants=grants,
@@ -167,6 +169,9 @@ def serve(
             instructions=instructions_for(known),
             approval_keys=approval_keys,
         )
+        if address is None:
+            anyio.run(mcp.run_stdio)
+            return
         host, port = address
         try:
             sock = bind(host, port)
@@ -186,29 +191,6 @@ def serve(
             pass
         finally:
             sock.close()
-
-
-def serve_stdio(
-    db: str, grant_ids: tuple[str, ...], grant_all: bool, tools: list[Tool], edits: str
-) -> None:
-    """One client over stdin/stdout, served by the MCP SDK until it closes them."""
-    with store_at(db) as store:
-        grants = resolve_grants(store, grant_ids, grant_all)
-        instructions = instructions_for(describe_grants(store, grants))
-        note(
-            f"kbes serve: MCP over stdio; database {redact(db)}; "
-            f"grants {granted(grants)}; edits {edits}"
-        )
-        from kbes.server import KbesMCP
-
-        mcp = KbesMCP(
-            store,
-            grants=grants,
-            tools=tools,
-            edits=edits,  # type: ignore[arg-type]
-            instructions=instructions,
-        )
-        anyio.run(mcp.run_stdio)
 
 
 MIN_APPROVAL_KEY = 32

@@ -11,8 +11,8 @@ import msgspec
 
 from kbes.cli.options import existing_db_option, store_at
 from kbes.errors import KbesError
+from kbes.limits import encodes
 from kbes.tools import TOOLS, call_tool
-from kbes.tools.wire import encodes
 
 
 def parse_arguments(pairs: tuple[str, ...]) -> dict[str, Any]:

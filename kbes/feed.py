@@ -27,6 +27,14 @@ class FeedEvent(NamedTuple):
     """The article's version after the event, as `clock.format_timestamp` writes it."""
 
 
+def resume_point(events: list[FeedEvent], head: int, limit: int) -> tuple[int, bool]:
+    """Where the next page starts, and whether one is waiting: a full page may have more
+    behind it, so resume after its last event; a short one has read to `head`, so resume
+    there (past drafts and other knowledge bases' events, which are never read again)."""
+    full = len(events) == limit
+    return (events[-1].sequence if full else head), full
+
+
 StoredRow = tuple[int, str, int, str, bytes]
 """A stored event as the read side needs it: `(notification id, originator id as canonical UUID
 text, originator version, topic, encoded state)`. A plain tuple, as the database driver hands it
@@ -87,4 +95,12 @@ class LoneSelect(Protocol):
         ...
 
 
-__all__ = ["EventDecoder", "FeedEvent", "FeedReader", "LoneSelect", "StoredRow", "full_decode"]
+__all__ = [
+    "EventDecoder",
+    "FeedEvent",
+    "FeedReader",
+    "LoneSelect",
+    "StoredRow",
+    "full_decode",
+    "resume_point",
+]

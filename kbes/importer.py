@@ -21,6 +21,7 @@ from kbes.application import KnowledgeBaseStore
 from kbes.article import Article
 from kbes.clock import next_timestamp
 from kbes.errors import InvalidArgument
+from kbes.limits import encodes
 
 
 @dataclass
@@ -116,14 +117,6 @@ def shown(name: str) -> str:
     return "".join(c if c.isprintable() else repr(c)[1:-1] for c in text)
 
 
-def _not_utf8(name: str) -> bool:
-    try:
-        name.encode("utf-8")
-    except UnicodeEncodeError:
-        return True
-    return False
-
-
 @contextmanager
 def _naming(key: str) -> Iterator[None]:
     """The domain's refusal of a heading-derived title or an over-long file, naming the file:
@@ -152,7 +145,7 @@ def import_folder(
     changed: list[Article] = []
     for path in files:
         key = path.relative_to(folder).as_posix()
-        if _not_utf8(key):
+        if not encodes(key):
             raise InvalidArgument(
                 f"{shown(key)}: the file name is not valid UTF-8; rename it (the name is "
                 "what the article's id is made from)",

@@ -72,15 +72,31 @@ except ValueError as e:
     raise SystemExit(f"kbes: {e}") from None
 
 
+def encodes(text: str) -> bool:
+    """Whether `text` is Unicode text (has a UTF-8 form): not so with a lone surrogate, which
+    JSON can escape and Python keeps for a file name's bytes that are not UTF-8."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
+def _over_limit(what: str, text: str, limit: str) -> str | None:
+    """The one wording of every length refusal, naming the variable that raises the limit, so
+    an operator who hits it learns the fix from the message."""
+    chars = getattr(LIMITS, limit)
+    if len(text) > chars:
+        return f"{what} is {len(text)} characters; the limit is {chars} ({ENV_VARS[limit]})"
+    return None
+
+
 def title_problem(title: str) -> str | None:
     """What is wrong with `title` under the title rule, or None if nothing is."""
     if not title.strip():
         return "the title is blank; give a few words saying what the article is about"
-    if len(title) > LIMITS.title_chars:
-        return (
-            f"the title is {len(title)} characters; the limit is {LIMITS.title_chars} "
-            f"({ENV_VARS['title_chars']})"
-        )
+    if too_long := _over_limit("the title", title, "title_chars"):
+        return too_long
     for position, char in enumerate(title):
         if char in ALLOWED_FORMAT:
             continue
@@ -108,12 +124,7 @@ def require_title(title: str) -> str:
 
 
 def content_problem(content: str) -> str | None:
-    if len(content) > LIMITS.content_chars:
-        return (
-            f"the content is {len(content)} characters; the limit is {LIMITS.content_chars} "
-            f"({ENV_VARS['content_chars']})"
-        )
-    return None
+    return _over_limit("the content", content, "content_chars")
 
 
 def require_content(content: str) -> str:
@@ -125,12 +136,7 @@ def require_content(content: str) -> str:
 def idempotency_key_problem(key: str) -> str | None:
     if not key:
         return "the idempotency key is empty; pass a key unique to this change, e.g. a UUID"
-    if len(key) > LIMITS.idempotency_key_chars:
-        return (
-            f"the idempotency key is {len(key)} characters; the limit is "
-            f"{LIMITS.idempotency_key_chars} ({ENV_VARS['idempotency_key_chars']})"
-        )
-    return None
+    return _over_limit("the idempotency key", key, "idempotency_key_chars")
 
 
 def require_idempotency_key(key: str) -> str:

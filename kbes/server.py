@@ -139,16 +139,11 @@ class KbesMCP:
             )
         grants = self._caller_grants()
         result = await self._run_call(ctx, params, tool, grants)
-        # One access line per call: who (the token's NAME from --tokens), which tool, and how
-        # it ended; never the arguments, which hold article text, nor the token.
-        outcome = "ok"
-        if not isinstance(result, types.CallToolResult):
-            outcome = "input required"
-        elif result.is_error:
-            first = result.content[0]
-            text = first.text if isinstance(first, types.TextContent) else "{}"
-            outcome = msgspec.json.decode(text).get("code", "error")
-        logger.info("%s called %s: %s", self._caller_name(), tool.name, outcome)
+        if logger.isEnabledFor(logging.INFO):
+            # One access line per call: who (the token's NAME from --tokens), which tool, and
+            # how it ended; never the arguments, which hold article text, nor the token. Only
+            # when it is logged: an error's code is read back from its JSON text.
+            logger.info("%s called %s: %s", self._caller_name(), tool.name, outcome(result))
         return result
 
     async def _run_call(
@@ -314,6 +309,17 @@ def mcp_tool(tool: Tool) -> types.Tool:
         output_schema=tool.output_schema(),
         annotations=types.ToolAnnotations.model_validate(tool.annotations),
     )
+
+
+def outcome(result: types.CallToolResult | types.InputRequiredResult) -> str:
+    """How a tool call ended, for the access log: ok, input required, or the error's code."""
+    if not isinstance(result, types.CallToolResult):
+        return "input required"
+    if not result.is_error:
+        return "ok"
+    first = result.content[0]
+    text = first.text if isinstance(first, types.TextContent) else "{}"
+    return msgspec.json.decode(text).get("code", "error")  # type: ignore[no-any-return]
 
 
 def writes(tool: Tool) -> bool:

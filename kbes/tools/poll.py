@@ -12,6 +12,7 @@ from kbes.errors import (
     NotFound,
     UnsupportedResourceType,
 )
+from kbes.feed import resume_point
 from kbes.tools.messages import no_knowledge_base
 from kbes.tools.tool import READ_ONLY, Tool
 from kbes.tools.wire import PollRequest, PollResult, ResourceEvent
@@ -45,7 +46,7 @@ def poll(store: KnowledgeBaseStore, request: PollRequest, kb: UUID) -> PollResul
             f"sequence is {head}); resume from a next_sequence this tool returned, or from 0",
             field="after_sequence",
         )
-    full = len(events) == request.limit
+    next_sequence, has_more = resume_point(events, head, request.limit)
     return PollResult(
         resource_type=request.resource_type,
         resource_id=str(kb),
@@ -53,8 +54,8 @@ def poll(store: KnowledgeBaseStore, request: PollRequest, kb: UUID) -> PollResul
             ResourceEvent(sequence=sequence, type=kind, article_id=article, updated_at=stamp)
             for sequence, kind, article, stamp in events
         ],
-        next_sequence=events[-1].sequence if full else head,
-        has_more=full,
+        next_sequence=next_sequence,
+        has_more=has_more,
     )
 
 

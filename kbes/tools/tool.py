@@ -11,8 +11,9 @@ from uuid import UUID
 import msgspec
 
 from kbes.errors import InvalidArgument, invalid_argument
+from kbes.limits import encodes
 from kbes.tools.grants import Grants, admit
-from kbes.tools.wire import NOT_UNICODE, Request, Wire, encodes
+from kbes.tools.wire import NOT_UNICODE, Request, Wire
 
 if TYPE_CHECKING:
     from kbes.application import KnowledgeBaseStore

@@ -11,7 +11,13 @@ import msgspec
 from msgspec import UNSET, Meta, UnsetType
 
 from kbes.clock import to_utc
-from kbes.limits import LIMITS, content_problem, idempotency_key_problem, title_problem
+from kbes.limits import (
+    LIMITS,
+    content_problem,
+    encodes,
+    idempotency_key_problem,
+    title_problem,
+)
 
 MAX_SEQUENCE = 2**63 - 1
 """The largest notification id SQLite and PostgreSQL can store (a signed 64-bit integer)."""
@@ -21,15 +27,6 @@ NOT_UNICODE = (
     "Expected text, got a lone surrogate (an escape such as \\ud800 alone), which is not "
     "Unicode text"
 )
-
-
-def encodes(text: str) -> bool:
-    """Whether `text` is Unicode text (has a UTF-8 form): not so with a lone surrogate."""
-    try:
-        text.encode("utf-8")
-    except UnicodeEncodeError:
-        return False
-    return True
 
 
 class Wire(msgspec.Struct, kw_only=True, frozen=True):
