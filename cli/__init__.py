@@ -7,6 +7,7 @@ import click
 from kbes.cli.article import article
 from kbes.cli.audit import audit_command
 from kbes.cli.bench import bench
+from kbes.cli.bundle import bundle
 from kbes.cli.events import events
 from kbes.cli.importer import import_folder
 from kbes.cli.kb import kb
@@ -14,6 +15,7 @@ from kbes.cli.log import log
 from kbes.cli.rebuild import rebuild
 from kbes.cli.serve import serve
 from kbes.cli.sim import sim
+from kbes.cli.token import token
 from kbes.cli.tool import tool
 
 
@@ -34,6 +36,8 @@ main.add_command(tool)
 main.add_command(events)
 main.add_command(rebuild)
 main.add_command(serve)
+main.add_command(bundle)
+main.add_command(token)
 main.add_command(audit_command)
 main.add_command(log)
 main.add_command(sim)

@@ -9,12 +9,13 @@ from pathlib import Path
 
 import click
 
-from kbes.application import KnowledgeBaseStore
 from kbes.cli.content import content_options, read_content
 from kbes.cli.options import json_option, print_json, print_table, with_store
-from kbes.clock import format_timestamp
-from kbes.errors import InvalidArgument, InvalidVersion
-from kbes.history import ArticleState, History, Version
+from kbes.cli.refusals import no_version, problem
+from kbes.domain.clock import format_timestamp
+from kbes.domain.errors import InvalidArgument, NotATime, VersionNotFound
+from kbes.log.history import ArticleState, History, Version
+from kbes.store.application import KnowledgeBaseStore
 
 kb_option = click.option(
     "--kb", "kb", required=True, metavar="ID", help="The knowledge base (see `kbes kb list`)."
@@ -27,7 +28,7 @@ def article() -> None:
 
 
 OPTION_OF_FIELD = {"title": "--title (or --file's `# ` heading)", "content": "--content / --file"}
-"""The option a person gives each field the domain checks (`kbes.limits`)."""
+"""The option a person gives each field the domain checks (`kbes.domain.limits`)."""
 
 
 @contextmanager
@@ -39,7 +40,7 @@ def as_options() -> Iterator[None]:
         option = OPTION_OF_FIELD.get(e.details.get("field", ""))
         if option is None:
             raise
-        raise click.BadParameter(e.message, param_hint=option) from None
+        raise click.BadParameter(problem(e), param_hint=option) from None
 
 
 @article.command("add")
@@ -123,13 +124,13 @@ def list_(store: KnowledgeBaseStore, kb: str, as_json: bool) -> None:
     """List the articles of a knowledge base, drafts and unpublished ones included."""
     kb_id = store.require_knowledge_base(kb)
     store.catch_up()
-    rows = store.views.articles(str(kb_id))
+    rows = store.articles(kb_id)
     if as_json:
-        print_json([dict(row) for row in rows])
+        print_json([row._asdict() for row in rows])
         return
     print_table(
         ["article_id", "status", "updated_at", "title"],
-        [(r["article_id"], r["status"], r["updated_at"], r["title"]) for r in rows],
+        [(r.article_id, r.status, r.updated_at, r.title) for r in rows],
     )
 
 
@@ -155,14 +156,10 @@ def show(
     versions = history.versions(article_id)
     try:
         state = history.article_at(article_id, versions[-1].at if at is None else at)
-    except InvalidVersion as e:
-        raise click.BadParameter(
-            f"article {article_id} never had a version at {e.details['updated_at']}; "
-            "`kbes article history` lists its versions",
-            param_hint="--at",
-        ) from None
-    except InvalidArgument as e:  # not a time at all
-        raise click.BadParameter(e.message, param_hint="--at") from None
+    except VersionNotFound as e:
+        raise click.BadParameter(no_version(article_id, e), param_hint="--at") from None
+    except NotATime as e:
+        raise click.BadParameter(problem(e), param_hint="--at") from None
     shown = {
         "knowledge_base_id": state.knowledge_base_id,
         "article_id": state.article_id,

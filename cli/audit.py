@@ -11,11 +11,11 @@ import click
 import msgspec
 from click.core import ParameterSource
 
-from kbes.audit import CLASSES, AuditReport, CitationsFormatError, audit, parse_citations
 from kbes.cli.options import existing_db_option, json_option, print_table, store_at
-from kbes.clock import parse_timestamp
-from kbes.history import History, StoreSource
-from kbes.log_export import LogFormatError, LogSource
+from kbes.domain.clock import parse_timestamp
+from kbes.log.audit import CLASSES, AuditReport, CitationsFormatError, audit, parse_citations
+from kbes.log.export import LogFormatError, LogSource
+from kbes.log.history import History, StoreSource
 
 
 class AuditInputError(click.ClickException):

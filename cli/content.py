@@ -9,7 +9,8 @@ from typing import NamedTuple
 
 import click
 
-from kbes.importer import split_heading
+from kbes.cli.options import F
+from kbes.log.importer import split_heading
 
 
 class Text(NamedTuple):
@@ -33,7 +34,7 @@ def _file_path(ctx: click.Context, param: click.Parameter, value: str | None) ->
     return path
 
 
-def content_options(func):  # type: ignore[no-untyped-def]
+def content_options(func: F) -> F:
     func = click.option(
         "--file",
         "file",

@@ -7,9 +7,8 @@ import time
 import click
 import msgspec
 
-from kbes.application import KnowledgeBaseStore
 from kbes.cli.options import SEQUENCE, json_option, print_table, with_store
-from kbes.feed import resume_point
+from kbes.store.application import KnowledgeBaseStore
 
 POLL_LIMIT = 100
 """Events read per page: the poll tool's default page."""
@@ -43,26 +42,26 @@ def events(
     cursor = after
     header = not as_json
     while True:
-        events, head = store.feed_page(knowledge_base_id, cursor, POLL_LIMIT)
-        if cursor > head:
+        page = store.feed_page(knowledge_base_id, cursor, POLL_LIMIT)
+        if cursor > page.head:
             raise click.BadParameter(
-                f"{after} is past the end of the log (its last sequence is {head}); give a "
+                f"{after} is past the end of the log (its last sequence is {page.head}); give a "
                 "sequence this command printed, or 0",
                 param_hint="--after",
             )
         if as_json:
-            for event in events:
+            for event in page.events:
                 click.echo(msgspec.json.encode(event._asdict()).decode())
-        elif events or header:
-            rows = [tuple(event) for event in events]
+        elif page.events or header:
+            rows = [tuple(event) for event in page.events]
             if header:
                 print_table(["sequence", "type", "article_id", "updated_at"], rows)
                 header = False
             else:
                 for row in rows:
                     click.echo("  ".join(str(v) for v in row))
-        cursor, full = resume_point(events, head, POLL_LIMIT)
-        if full:
+        cursor = page.next_sequence
+        if page.has_more:
             continue
         if not follow:
             break

@@ -6,10 +6,10 @@ from pathlib import Path
 
 import click
 
-from kbes.application import KnowledgeBaseStore
 from kbes.cli.options import json_option, print_json, with_store
-from kbes.importer import import_folder as run_import
-from kbes.importer import shown
+from kbes.log.importer import import_folder as run_import
+from kbes.log.importer import shown
+from kbes.store.application import KnowledgeBaseStore
 
 
 @click.command("import")

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import click
 
-from kbes.application import KnowledgeBaseStore
 from kbes.cli.options import json_option, print_json, print_table, with_new_store, with_store
+from kbes.cli.refusals import BLANK_NAME
+from kbes.store.application import KnowledgeBaseStore
 
 
 @click.group()
@@ -16,7 +17,7 @@ def kb() -> None:
 def _name(ctx: click.Context, param: click.Parameter, value: str) -> str:
     # Checked before the database is opened, so a refused name creates no database either.
     if not value.strip():
-        raise click.BadParameter("a knowledge base needs a non-empty name", ctx=ctx, param=param)
+        raise click.BadParameter(BLANK_NAME, ctx=ctx, param=param)
     return value
 
 
@@ -42,14 +43,11 @@ def create(store: KnowledgeBaseStore, name: str, as_json: bool) -> None:
 def list_(store: KnowledgeBaseStore, as_json: bool) -> None:
     """List knowledge bases with their article counts."""
     store.catch_up()
-    rows = store.views.knowledge_bases()
+    rows = store.knowledge_bases()
     if as_json:
-        print_json([dict(row) for row in rows])
+        print_json([row._asdict() for row in rows])
         return
     print_table(
         ["knowledge_base_id", "name", "articles", "published", "created_at"],
-        [
-            (r["knowledge_base_id"], r["name"], r["articles"], r["published"], r["created_at"])
-            for r in rows
-        ],
+        [(r.knowledge_base_id, r.name, r.articles, r.published, r.created_at) for r in rows],
     )

@@ -7,11 +7,12 @@ from uuid import UUID
 
 import click
 
-from kbes.application import KnowledgeBaseStore
 from kbes.cli.options import SEQUENCE, existing_db_option, store_at
-from kbes.errors import KnowledgeBaseNotFound
-from kbes.ids import parse_id
-from kbes.log_export import export_log
+from kbes.cli.refusals import no_knowledge_base_for_option, not_a_knowledge_base_id
+from kbes.domain.errors import KnowledgeBaseNotFound
+from kbes.domain.ids import parse_id
+from kbes.log.export import export_log
+from kbes.store.application import KnowledgeBaseStore
 
 
 @click.group("log")
@@ -53,12 +54,8 @@ def export(db: str, kb: str | None, after: int, output: IO[bytes]) -> None:
 def _knowledge_base(store: KnowledgeBaseStore, kb: str) -> UUID:
     kb_id = parse_id(kb)
     if kb_id is None:
-        raise click.BadParameter(
-            f"{kb!r} is not a knowledge-base id; see `kbes kb list`", param_hint="--kb"
-        )
+        raise click.BadParameter(not_a_knowledge_base_id(kb), param_hint="--kb")
     try:
         return store.require_knowledge_base(kb_id)
     except KnowledgeBaseNotFound:
-        raise click.BadParameter(
-            f"no knowledge base {kb} in this database; see `kbes kb list`", param_hint="--kb"
-        ) from None
+        raise click.BadParameter(no_knowledge_base_for_option(kb), param_hint="--kb") from None

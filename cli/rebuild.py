@@ -6,8 +6,8 @@ import sys
 
 import click
 
-from kbes.application import KnowledgeBaseStore
 from kbes.cli.options import with_store
+from kbes.store.application import KnowledgeBaseStore
 
 
 @click.command("rebuild")
@@ -16,7 +16,7 @@ def rebuild(store: KnowledgeBaseStore) -> None:
     """Rebuild the read models (article state, version history, search index) from the event
     log. Safe to run at any time: the log is never touched, and servers keep answering from the
     old read models until the new ones are complete and switched in."""
-    head = store.recorder.max_notification_id() or 0
+    head = store.head()
     with click.progressbar(length=head, label="replaying events", file=sys.stderr) as bar:
         position = store.rebuild(progress=bar.update)
     click.echo(f"rebuilt views from {position} events")

@@ -2,28 +2,33 @@
 
 from __future__ import annotations
 
+import functools
 import ipaddress
 import logging
 import sys
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 import anyio
 import click
 
-from kbes.application import KnowledgeBaseStore
+from kbes.cli.grants import GRANT_HELP, grant_values
 from kbes.cli.options import existing_db_option, store_at
-from kbes.edit_policy import EDIT_POLICIES
-from kbes.identity import describe_grants, instructions_for
-from kbes.ids import canonical_id
+from kbes.server.edit_policy import EDIT_POLICIES, EditPolicy
+from kbes.server.identity import describe_grants, instructions_for
+from kbes.server.tokens_file import (
+    TOKENS_FILE_HELP,
+    TokensFile,
+    TokensFileError,
+    grant_problems,
+    readable_by_others,
+)
+from kbes.store.application import KnowledgeBaseStore
+from kbes.store.urls import redact
 from kbes.tools import HISTORY_TOOLS, TOOLS, Grants
-from kbes.urls import redact
 
-if TYPE_CHECKING:
-    from kbes.http_auth import Tokens
-
-# `kbes.server` and `kbes.http_auth` import the MCP SDK, the slowest import kbes has, so they are
-# imported only when `kbes serve` runs: `kbes --help` and every other command never load it.
+# `kbes.server.mcp_server` and `kbes.server.http_auth` import the MCP SDK, the slowest import
+# kbes has, so they are imported only when `kbes serve` runs: `kbes --help` and every other
+# command never load it.
 LOG_LEVELS = ("debug", "info", "warning", "error")
 
 
@@ -33,9 +38,9 @@ LOG_LEVELS = ("debug", "info", "warning", "error")
     "--grant",
     "grant_ids",
     multiple=True,
-    metavar="KB_ID",
+    metavar="KB_ID[,...]",
     help="Let agents touch this knowledge base (repeatable). Any other id answers not_found, "
-    "exactly as a non-existent one does. `kbes kb list` shows the ids.",
+    "exactly as a non-existent one does; " + GRANT_HELP + " --grant '*' is --grant-all.",
 )
 @click.option(
     "--grant-all",
@@ -58,7 +63,8 @@ LOG_LEVELS = ("debug", "info", "warning", "error")
     help="With --http: accept only requests bearing a token listed in FILE (401 otherwise); "
     "each token is confined to the knowledge bases FILE grants it, within the server's "
     "grants. Each line of FILE is: NAME TOKEN GRANTS, where GRANTS is '*' or "
-    "comma-separated knowledge-base ids and TOKEN may be written as sha256:HEX.",
+    "comma-separated knowledge-base ids and TOKEN may be written as sha256:HEX; "
+    "`kbes token add` writes them. A changed FILE counts from the next request on.",
 )
 @click.option(
     "--approval-keys",
@@ -70,10 +76,10 @@ LOG_LEVELS = ("debug", "info", "warning", "error")
     help="With --http and --edits ask: the secrets that seal the approval round trip of MCP "
     "2026-07-28 clients, so that when several kbes serve share FILE, the user's answer may "
     "reach any of them (behind one load balancer, or after a restart). One secret of at "
-    "least 32 bytes per line, the first sealing and every line unsealing (rotation: see the "
-    "README). Servers with --tokens must also share the tokens file: an approval is bound to "
-    "the token's NAME. Default: a key of this process alone (KBES_APPROVAL_KEYS is ignored "
-    "over stdio).",
+    "least 32 bytes per line, the first sealing and every line unsealing (rotation: see "
+    "docs/operations.md). Servers with --tokens must also share the tokens file: an approval "
+    "is bound to the token's NAME. Default: a key of this process alone (KBES_APPROVAL_KEYS "
+    "is ignored over stdio).",
 )
 @click.option(
     "--edits",
@@ -104,15 +110,15 @@ def serve(
     http: str | None,
     tokens_file: str | None,
     approval_keys_file: str | None,
-    edits: str,
+    edits: EditPolicy,
     log_level: str,
     history_tools: bool,
 ) -> None:
     """Serve the four knowledge-base tools over MCP: stdio by default, or streamable HTTP.
 
-    The server touches only the knowledge bases granted to it: pass --grant KB_ID (repeatable)
-    or --grant-all. Runs alongside the other kbes commands on the same database: a save made
-    with `kbes article save` is seen by the next tool call.
+    The server touches only the knowledge bases granted to it: pass --grant KB_ID (repeatable,
+    or KB_ID,KB_ID...) or --grant-all. Runs alongside the other kbes commands on the same
+    database: a save made with `kbes article save` is seen by the next tool call.
 
     \b
     Examples:
@@ -151,6 +157,9 @@ def serve(
         grants = resolve_grants(store, grant_ids, grant_all)
         if tokens is not None:
             check_token_grants(store, tokens, grants)
+            # A changed tokens file is read again at the next request; its tokens are held
+            # to the same grants, each refused one left out (kbes.server.tokens_file).
+            tokens.check = functools.partial(grant_problems, store=store, grants=grants)
         known = None if tokens is not None else describe_grants(store, grants)
         if address is None:
             # Said before the MCP SDK's import, the slow one, as the stdio server starts.
@@ -158,13 +167,13 @@ def serve(
                 f"kbes serve: MCP over stdio; database {redact(db)}; "
                 f"grants {granted(grants)}; edits {edits}"
             )
-        from kbes.server import KbesMCP, bind, url_host
+        from kbes.server.mcp_server import KbesMCP, bind, url_host
 
         mcp = KbesMCP(
             store,
             grants=grants,
             tools=tools,
-            edits=edits,  # type: ignore[arg-type]
+            edits=edits,
             tokens=tokens,
             instructions=instructions_for(known),
             approval_keys=approval_keys,
@@ -255,28 +264,13 @@ def is_loopback(host: str) -> bool:
 def resolve_grants(
     store: KnowledgeBaseStore, grant_ids: tuple[str, ...], grant_all: bool
 ) -> Grants:
-    """Canonical ids of the granted knowledge bases; each must exist, so a typo fails now
-    rather than answering not_found to every call."""
-    if grant_all:
-        return None
-    store.catch_up()
-    grants = set()
-    for raw in grant_ids:
-        kb = canonical_id(raw)
-        if kb is None or store.views.knowledge_base(kb) is None:
-            raise click.BadParameter(
-                f"no knowledge base {raw!r} in this database; `kbes kb list` shows the ids",
-                param_hint="--grant",
-            )
-        grants.add(kb)
-    return frozenset(grants)
+    """Canonical ids of the granted knowledge bases (kbes.cli.grants); None: every one."""
+    return None if grant_all else grant_values(store, grant_ids)
 
 
-def load_tokens(path: str) -> Tokens:
-    from kbes.http_auth import TOKENS_FILE_HELP, Tokens, TokensFileError, readable_by_others
-
+def load_tokens(path: str) -> TokensFile:
     try:
-        tokens = Tokens.load(path)
+        tokens = TokensFile(path)
     except TokensFileError as e:
         raise click.BadParameter(f"{e}\n\n{TOKENS_FILE_HELP}", param_hint="--tokens") from None
     if tokens.secrets and readable_by_others(path):
@@ -284,33 +278,20 @@ def load_tokens(path: str) -> Tokens:
     return tokens
 
 
-def check_token_grants(store: KnowledgeBaseStore, tokens: Tokens, grants: Grants) -> None:
+def check_token_grants(store: KnowledgeBaseStore, tokens: TokensFile, grants: Grants) -> None:
     """Each knowledge base a token names must exist and be granted to the server."""
-    store.catch_up()
-    for holder in tokens.holders.values():
-        for kb in sorted(holder.grants or ()):
-            if store.views.knowledge_base(kb) is None:
-                raise click.BadParameter(
-                    f"token {holder.name!r} grants {kb}, which is not a knowledge base in "
-                    "this database",
-                    param_hint="--tokens",
-                )
-            if grants is not None and kb not in grants:
-                raise click.BadParameter(
-                    f"token {holder.name!r} grants {kb}, which the server is not granted; "
-                    "add --grant " + kb,
-                    param_hint="--tokens",
-                )
+    for _holder, problem in grant_problems(tokens.tokens, store, grants):
+        raise click.BadParameter(problem, param_hint="--tokens")
 
 
-def configure_logging(level: str, tokens: Tokens | None) -> None:
+def configure_logging(level: str, tokens: TokensFile | None) -> None:
     """Log to stderr (stdout carries the protocol over stdio), with tokens redacted."""
     handler = logging.StreamHandler(sys.stderr)
     handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
     if tokens is not None:
-        from kbes.http_auth import RedactTokens
+        from kbes.server.http_auth import RedactTokens
 
-        handler.addFilter(RedactTokens(tokens.secrets))
+        handler.addFilter(RedactTokens(lambda: tokens.secrets))
     root = logging.getLogger()
     root.handlers[:] = [handler]
     root.setLevel(level.upper())

@@ -18,7 +18,7 @@ import msgspec
 from click.core import ParameterSource
 
 from kbes import open_store
-from kbes.cli.options import require_database
+from kbes.cli.options import read_settings, require_database
 from kbes.sims import report, sim_benchmark
 from kbes.sims.agent import SimulationError
 from kbes.sims.day import DayParameters
@@ -254,6 +254,8 @@ def _execute(
     db: Path | None = options["db"]
     if db is not None:
         _check_db(db)
+    else:
+        read_settings(synchronous="OFF")  # a bad setting stops the run here, not in a worker
     jobs = options["jobs"] or (1 if db is not None else default_jobs())
     per_seed = options.get("per_seed", DEFAULT_PER_SEED)
     tasks = plan_tasks(seeds, popularity=popularity, uniform=uniform, delays=delays)
@@ -350,9 +352,10 @@ def _execute(
 def _check_db(db: Path) -> None:
     """Open (creating if needed) the --db file once, so a bad path fails before any run; a
     SQLite file of some other program is refused, as every kbes command refuses it."""
-    require_database(str(db), create=True)
+    settings = read_settings(str(db), synchronous="NORMAL")
+    require_database(str(db), create=True, settings=settings)
     try:
-        open_store(db, synchronous="NORMAL").close()
+        open_store(settings=settings).close()
     except Exception as e:
         raise click.ClickException(f"cannot use --db {str(db)!r} as a kbes database: {e}") from None
 

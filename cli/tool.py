@@ -1,4 +1,9 @@
-"""`kbes tool`: call one agent tool from the shell and see exactly what the agent would get."""
+"""`kbes tool`: call one agent tool from the shell and see exactly what the agent would get.
+
+Every tool, the opt-in diff_knowledge_article too: `kbes serve --history-tools` opts agents in
+to keep their default contract to four tools, but a person at a shell already reads every
+version of the database (`kbes article history`, `show --at`, `kbes audit --diff`), so refusing
+the diff here would protect nothing and would leave the one way to try it before serving it."""
 
 from __future__ import annotations
 
@@ -10,9 +15,12 @@ import click
 import msgspec
 
 from kbes.cli.options import existing_db_option, store_at
-from kbes.errors import KbesError
-from kbes.limits import encodes
-from kbes.tools import TOOLS, call_tool
+from kbes.domain.errors import KbesError
+from kbes.domain.limits import encodes
+from kbes.tools import HISTORY_TOOLS, TOOLS, call_tool
+
+NAMES = [*TOOLS, *(tool.name for tool in HISTORY_TOOLS)]
+"""The four tools every server serves, then the opt-in ones."""
 
 
 def parse_arguments(pairs: tuple[str, ...]) -> dict[str, Any]:
@@ -45,7 +53,7 @@ def parse_arguments(pairs: tuple[str, ...]) -> dict[str, Any]:
 
 
 @click.command("tool", context_settings={"ignore_unknown_options": True})
-@click.argument("name", type=click.Choice(sorted(TOOLS)), metavar="NAME")
+@click.argument("name", type=click.Choice(sorted(NAMES)), metavar="NAME")
 @click.argument("arguments", nargs=-1, type=click.UNPROCESSED)
 @click.option("--indent", is_flag=True, help="Pretty-print the JSON.")
 @existing_db_option
@@ -53,8 +61,9 @@ def tool(name: str, arguments: tuple[str, ...], indent: bool, db: str) -> None:
     """Call the agent tool NAME with ARGUMENTS and print its JSON result.
 
     NAME is one of: search_knowledge_base, read_knowledge_article, edit_knowledge_article,
-    poll_resource_events. ARGUMENTS follow HTTPie: key=value passes a string, key:=json passes
-    raw JSON (numbers, so limit:=5), e.g.
+    poll_resource_events, and diff_knowledge_article (which agents get only from
+    `kbes serve --history-tools`). ARGUMENTS follow HTTPie: key=value passes a string,
+    key:=json passes raw JSON (numbers, so limit:=5), e.g.
 
     \b
         kbes tool search_knowledge_base knowledge_base_id=ID query='reset password' limit:=5

@@ -1,8 +1,7 @@
 """kbes: an event-sourced knowledge-base store whose citations are version stamps."""
 
-from kbes.application import KnowledgeBaseStore, open_store
-from kbes.article import Article
-from kbes.clock import (
+from kbes.domain.article import Article
+from kbes.domain.clock import (
     Clock,
     SimulatedClock,
     SystemClock,
@@ -10,10 +9,11 @@ from kbes.clock import (
     next_timestamp,
     parse_timestamp,
 )
-from kbes.errors import KbesError
-from kbes.knowledge_base import KnowledgeBase
-from kbes.mapper import MsgspecMapper
-from kbes.receipt import EditReceipt
+from kbes.domain.errors import KbesError
+from kbes.domain.knowledge_base import KnowledgeBase
+from kbes.domain.receipt import EditReceipt
+from kbes.store.application import KnowledgeBaseStore, open_store
+from kbes.store.mapper import MsgspecMapper
 from kbes.tools import HISTORY_TOOLS, TOOLS, Tool, call_tool
 
 __all__ = [

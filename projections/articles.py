@@ -1,5 +1,6 @@
-"""Current article state and version history, folded from the log: `Views.catch_up`
-(projections/views.py) feeds every batch of events, live or in a replay, through one `Batch`.
+"""Current article state and version history, folded from the log: the catch-up and the
+rebuild (projections/fold.py) feed every batch of events, live or in a replay, through one
+`Batch`.
 
 `status` is `draft` (never published), `published`, or `unpublished`. Only published rows are
 in the search index; the index shares the article row's `seq` as its rowid."""
@@ -10,15 +11,15 @@ from collections.abc import Sequence
 from operator import itemgetter
 from typing import Any
 
-from kbes.article import EVENT_TYPES, Article
-from kbes.clock import timestamp_text
-from kbes.knowledge_base import KnowledgeBase
+from kbes.domain.article import EVENT_TYPES, Article
+from kbes.domain.clock import timestamp_text
+from kbes.domain.knowledge_base import KnowledgeBase
 from kbes.projections import search
 
 
 def tables(suffix: str = "") -> tuple[str, ...]:
     """The view tables, named with `suffix`: a rebuild fills `_next` ones aside, then renames
-    them in (projections/views.py)."""
+    them in (projections/rebuild.py)."""
     return (
         f"CREATE TABLE IF NOT EXISTS view_knowledge_bases{suffix} ("
         "knowledge_base_id TEXT PRIMARY KEY, name TEXT NOT NULL, created_at TEXT NOT NULL"
@@ -214,9 +215,9 @@ class Batch:
             if old != new:
                 changed.append((search.rowid(c, row[KB], row[SEQ]), old, new))
         for rowid, old, new in sorted(changed, key=itemgetter(0)):
-            if old is None:
-                search.index(c, rowid, *new)
-            elif new is None:
+            if new is None:
                 search.unindex(c, rowid)
+            elif old is None:
+                search.index(c, rowid, *new)
             else:
                 search.reindex(c, rowid, *new)

@@ -106,7 +106,7 @@ def rowid(c: Any, knowledge_base_id: str, seq: int) -> int:
         part = c.lastrowid
     else:
         part = row[0]
-    return (part << SEQ_BITS) | seq  # type: ignore[no-any-return]
+    return (part << SEQ_BITS) | seq
 
 
 def outdated(c: Any) -> bool:

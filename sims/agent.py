@@ -7,7 +7,7 @@ the error object), summed per purpose so the strategies' costs can be compared."
 
 from __future__ import annotations
 
-from collections import Counter
+from collections import Counter, defaultdict
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime
@@ -46,7 +46,7 @@ class Meter:
     def __init__(self) -> None:
         self.calls: Counter[str] = Counter()
         self.bytes: Counter[str] = Counter()
-        self.seconds: Counter[str] = Counter()
+        self.seconds: defaultdict[str, float] = defaultdict(float)
 
     def add(self, purpose: str, size: int) -> None:
         self.calls[purpose] += 1

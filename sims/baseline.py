@@ -18,6 +18,7 @@ import uuid
 from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
+from pathlib import Path
 from typing import Any
 
 SCHEMA = (
@@ -108,7 +109,7 @@ def match_expression(query: str) -> str | None:
 class Baseline:
     """The four tools on one plain SQLite connection."""
 
-    def __init__(self, path: str, *, cache_mib: int = 64) -> None:
+    def __init__(self, path: str | Path, *, cache_mib: int = 64) -> None:
         self.path = path
         self.db = sqlite3.connect(path, isolation_level=None, timeout=30, check_same_thread=False)
         # The same durability and cache as kbes's default, so only the architecture differs.

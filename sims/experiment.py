@@ -15,7 +15,7 @@ import os
 import shutil
 import tempfile
 import time
-from collections import Counter
+from collections import Counter, defaultdict
 from collections.abc import Callable, Sequence
 from concurrent.futures import ProcessPoolExecutor, as_completed
 from dataclasses import asdict, dataclass, field
@@ -120,7 +120,7 @@ def _copy_store(source: str, destination: Path) -> None:
 def run_task(task: Task, settings: Settings, prepared: Prepared) -> TaskResult:
     """Play one run in a copy of the seed's imported store (or its own knowledge base of the
     `--db` file)."""
-    seconds: Counter[str] = Counter()
+    seconds: defaultdict[str, float] = defaultdict(float)
     started, cpu = time.perf_counter(), time.process_time()
     variant: Variant = "uniform" if task.run == "uniform" else "popularity"
     day = _day(task.seed, settings.parameters, variant)
@@ -183,7 +183,8 @@ def run_task(task: Task, settings: Settings, prepared: Prepared) -> TaskResult:
         len(day.saves),
         sum(day.weights[:10]),
     )
-    seconds.update(agent.meter.seconds)
+    for phase, spent in agent.meter.seconds.items():
+        seconds[phase] += spent
     seconds["total"] = time.perf_counter() - started + seconds["generate"]
     seconds["cpu"] = time.process_time() - cpu
     result.calls = dict(agent.meter.calls)
@@ -227,9 +228,10 @@ def run_tasks(
     if jobs <= 1 or len(tasks) <= 1:
         prepared = {seed: prepare_seed(seed, settings) for seed in seeds}
         for i in order:
-            results[i] = run_task(tasks[i], settings, prepared[tasks[i].seed])
+            result = run_task(tasks[i], settings, prepared[tasks[i].seed])
+            results[i] = result
             if on_done:
-                on_done(results[i])  # type: ignore[arg-type]
+                on_done(result)
     else:
         with ProcessPoolExecutor(max_workers=min(jobs, len(tasks))) as pool:
             prepared = dict(
@@ -239,9 +241,10 @@ def run_tasks(
                 pool.submit(run_task, tasks[i], settings, prepared[tasks[i].seed]): i for i in order
             }
             for future in as_completed(futures):
-                results[futures[future]] = future.result()
+                result = future.result()
+                results[futures[future]] = result
                 if on_done:
-                    on_done(results[futures[future]])  # type: ignore[arg-type]
+                    on_done(result)
     done = [r for r in results if r is not None]
     return done, (
         sum(p.seconds for p in prepared.values()),
@@ -431,14 +434,16 @@ def timing_figures(
     """Wall time of the command, and per run kind and phase the wall time summed over the
     runs (overlapping when runs go to several workers); `cpu_seconds` is the CPU time of all
     runs, which other processes on the machine do not inflate."""
-    parts: Counter[str] = Counter()
-    by_run: Counter[str] = Counter()
+    parts: defaultdict[str, float] = defaultdict(float)
+    by_run: defaultdict[str, float] = defaultdict(float)
     if prepare[0]:
         by_run["import, once per seed"] = prepare[0]
     cpu = prepare[1]
     for r in results:
         cpu += r.seconds.get("cpu", 0.0)
-        parts.update({k: v for k, v in r.seconds.items() if k != "cpu"})
+        for phase, spent in r.seconds.items():
+            if phase != "cpu":
+                parts[phase] += spent
         key = "edits " + format_delay(r.task.delay or 0) if r.task.run == "edits" else r.task.run
         key = {"popularity": "popularity-driven day", "uniform": "uniform control day"}.get(
             key, key

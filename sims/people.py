@@ -57,7 +57,7 @@ def import_articles(store: KnowledgeBaseStore, day: Day, name: str) -> Imported:
     """Create a knowledge base and import the day's articles, published, in one transaction;
     then bring the views up to date, as the first tool call would."""
     knowledge_base_id = str(store.create_knowledge_base(name))
-    before = store.recorder.max_notification_id() or 0
+    before = store.head()
     ids = [
         str(i)
         for i in store.add_articles(
@@ -65,8 +65,7 @@ def import_articles(store: KnowledgeBaseStore, day: Day, name: str) -> Imported:
         )
     ]
     versions: dict[str, datetime] = {}
-    for notification in store.recorder.select_notifications(start=before + 1, limit=2 * len(ids)):
-        event = store.mapper.to_domain_event(notification)
+    for _, event in store.logged_events(before, limit=2 * len(ids)):
         versions[str(event.originator_id)] = event.timestamp
     if set(versions) != set(ids):
         raise RuntimeError("the import's events do not match the imported articles")
@@ -119,9 +118,10 @@ class People:
         if save.kind == "unpublish":
             sequence = self.store.unpublish_article(kb, article_id)
         else:
-            sequence = self.store.save_article(
-                kb, article_id, content=save.content, title=save.title
-            )
+            saved = self.store.save_article(kb, article_id, content=save.content, title=save.title)
+            # None only for a save that changes nothing, and the day changes what it saves.
+            assert saved is not None
+            sequence = saved
         applied = AppliedSave(save.at, article_id, save.kind, self._recorded(sequence), sequence)
         self.history[article_id].append(applied)
         self.current[article_id] = (applied.updated_at, save.kind != "unpublish")
@@ -141,8 +141,8 @@ class People:
 
     def _recorded(self, sequence: int) -> datetime:
         """The timestamp of the event at `sequence`: the version the save produced."""
-        (notification,) = self.store.recorder.select_notifications(start=sequence, limit=1)
-        return self.store.mapper.to_domain_event(notification).timestamp
+        ((_, event),) = self.store.logged_events(sequence - 1, limit=1)
+        return event.timestamp
 
     def truth(self, article_id: str) -> tuple[datetime, bool]:
         """The article's current version and whether it is published. Only people write in a
@@ -152,7 +152,7 @@ class People:
 
     def head(self) -> int:
         """The log's last notification id: unchanged means nothing was written."""
-        return self.store.recorder.max_notification_id() or 0
+        return self.store.head()
 
     def close(self) -> None:
         self.store.close()

@@ -63,7 +63,7 @@ def build_figures(
     }
     staleness = {}
     for run in ("popularity", "uniform"):
-        rows = staleness_rows(results, run)  # type: ignore[arg-type]
+        rows = staleness_rows(results, run)
         if rows:
             staleness[run] = rows
     if staleness:

@@ -153,11 +153,11 @@ def revise(rng: random.Random, title: str, content: str) -> str:
     """A person's content edit: one step of the body rewritten (the length stays ~1.5 KB)."""
     verb, obj, _ = _parts(title)
     lines = content.split("\n")
-    step_rows = [i for i, line in enumerate(lines) if _STEP_LINE.match(line)]
-    if not step_rows:
+    steps = [(i, found) for i, line in enumerate(lines) if (found := _STEP_LINE.match(line))]
+    if not steps:
         return content + "\n" + _step(rng, verb, obj)
-    row = rng.choice(step_rows)
-    number = _STEP_LINE.match(lines[row]).group(1)  # type: ignore[union-attr]
+    row, step = rng.choice(steps)
+    number = step.group(1)
     replacement = _step(rng, verb, obj)
     while f"{number}. {replacement}" == lines[row]:
         replacement = _step(rng, verb, obj)

@@ -6,8 +6,8 @@ from pathlib import Path
 
 from click.testing import CliRunner
 
-from kbes.application import open_store
 from kbes.cli import main
+from kbes.store.application import open_store
 
 
 def ok(runner: CliRunner, *args: str) -> str:
@@ -22,6 +22,6 @@ def head(db_path: Path) -> int:
     nothing leaves it where it was."""
     store = open_store(str(db_path))
     try:
-        return store.recorder.max_notification_id() or 0
+        return store.head()
     finally:
         store.close()

@@ -20,8 +20,8 @@ import time
 from typing import Any
 
 from kbes import call_tool, open_store
-from kbes.errors import VersionConflict
-from kbes.recorder import FeedApplicationRecorder
+from kbes.domain.errors import VersionConflict
+from kbes.store.sqlite import FeedApplicationRecorder
 
 HANGING = "hanging inside the write transaction"
 
@@ -34,7 +34,7 @@ def hang_at(n: int) -> None:
     """Make the Nth write (from 0) stop after inserting its rows, before its commit."""
     recorders: list[type[Any]] = [FeedApplicationRecorder]
     try:
-        from kbes.postgres import PostgresFeedRecorder
+        from kbes.store.postgres import PostgresFeedRecorder
     except ImportError:  # psycopg is optional
         pass
     else:
@@ -52,11 +52,11 @@ def hang_at(n: int) -> None:
             writes += 1
             return ids
 
-        cls._insert_events = insert_then_hang  # type: ignore[method-assign]
+        cls._insert_events = insert_then_hang
 
 
 def hang_in_views(where: str) -> None:
-    from kbes.projections import views
+    from kbes.projections import rebuild, tracking
 
     def hang(original: Any) -> Any:
         def then_hang(*args: Any, **kwargs: Any) -> Any:
@@ -69,17 +69,17 @@ def hang_in_views(where: str) -> None:
 
     if where == "building":
         # Not the call that starts the rebuild (position 0): one after a batch is folded.
-        set_position = views._set_position
+        set_position = tracking.set_position
 
         def after_a_batch(c: Any, name: str, position: int) -> None:
             set_position(c, name, position)
-            if name.endswith(views.NEXT_TRACKING) and position > 0:
+            if name.endswith(tracking.NEXT_TRACKING) and position > 0:
                 say(state=HANGING)
                 time.sleep(3600)
 
-        views._set_position = after_a_batch
+        tracking.set_position = after_a_batch
     elif where == "switching":
-        views._switch = hang(views._switch)
+        rebuild.switch = hang(rebuild.switch)
     else:
         raise SystemExit(f"unknown --hang-in-views {where!r}")
 

@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 
 from kbes import KnowledgeBaseStore
 from kbes.tools import TOOLS
-from kbes.tools.wire import MAX_SEQUENCE, ReadRequest
+from kbes.tools.wire import MAX_SEQUENCE, ArticleResult, ReadRequest
 
 
 class Ref(NamedTuple):
@@ -225,8 +225,9 @@ def resolve(value: Any, ids: dict[str, str], store: KnowledgeBaseStore) -> Any:
     if isinstance(value, Ref):
         if value.name == "version":
             request = ReadRequest(knowledge_base_id=ids["kb"], article_id=ids["password"])
-            current = TOOLS["read_knowledge_article"].run(store, request, None).updated_at
-            return _version_form(current, value.form)
+            current = TOOLS["read_knowledge_article"].run(store, request, None)
+            assert isinstance(current, ArticleResult)
+            return _version_form(current.updated_at, value.form)
         return _id_form(ids[value.name], value.form)
     if isinstance(value, dict):
         return {key: resolve(item, ids, store) for key, item in value.items()}

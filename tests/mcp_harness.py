@@ -14,7 +14,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Generic, Literal, TypeVar
 
 import mcp_types as types
 from mcp import Client, StdioServerParameters
@@ -37,11 +37,15 @@ def kbes_executable() -> str:
 KBES = kbes_executable()
 
 
+DB = TypeVar("DB", Path, str)
+"""A SQLite file, or a PostgreSQL URL."""
+
+
 @dataclass(frozen=True)
-class Seed:
+class Seed(Generic[DB]):
     """A database with two knowledge bases; tests grant `kb` and not `other_kb`."""
 
-    db: Path
+    db: DB
     kb: str
     other_kb: str
     password: str
@@ -54,7 +58,7 @@ class Seed:
     """A draft in `kb` whose content has a unique word (zanzibarite)."""
 
 
-def seed(db: Path) -> Seed:
+def seed(db: DB) -> Seed[DB]:
     store = open_store(db)
     try:
         kb = str(store.create_knowledge_base("Support"))
@@ -81,7 +85,7 @@ def event_count(db: Path) -> int:
     """How many events the log holds: 'writes nothing' means this does not move."""
     store = open_store(db)
     try:
-        return store.recorder.max_notification_id() or 0
+        return store.head()
     finally:
         store.close()
 
@@ -128,10 +132,15 @@ class HttpServer:
 
 
 @contextmanager
-def http_server(db: Path, *serve_args: str, log_path: Path | None = None) -> Iterator[HttpServer]:
+def http_server(
+    db: Path | str, *serve_args: str, log_path: Path | None = None
+) -> Iterator[HttpServer]:
     """`kbes serve --http 127.0.0.1:0` in a subprocess; the URL is read back from its stderr
-    (port 0 lets the OS pick a free port, so tests never collide)."""
-    log_path = log_path or db.with_name(db.name + f".serve-{time.monotonic_ns()}.log")
+    (port 0 lets the OS pick a free port, so tests never collide); `log_path` is required for
+    a PostgreSQL URL."""
+    if log_path is None:
+        assert isinstance(db, Path)
+        log_path = db.with_name(db.name + f".serve-{time.monotonic_ns()}.log")
     with open(log_path, "wb") as log:
         process = subprocess.Popen(
             [KBES, "serve", "--db", str(db), "--http", "127.0.0.1:0", *serve_args],
@@ -189,6 +198,20 @@ def body(result: types.CallToolResult) -> dict[str, Any]:
     return data
 
 
+def text(result: types.CallToolResult) -> str:
+    """The text item a tool's answer starts with, refusals included: its JSON."""
+    item = result.content[0]
+    assert isinstance(item, types.TextContent)
+    return item.text
+
+
+def text_contents(result: types.ReadResourceResult) -> types.TextResourceContents:
+    """The one item of a resource read: kbes serves articles as text."""
+    item = result.contents[0]
+    assert isinstance(item, types.TextResourceContents)
+    return item
+
+
 def error(result: types.CallToolResult) -> dict[str, Any]:
     """The JSON of a tool error (isError true)."""
     assert result.is_error, f"expected a tool error, got {result.content}"
@@ -198,25 +221,27 @@ def error(result: types.CallToolResult) -> dict[str, Any]:
 class Elicitations:
     """An elicitation callback that answers with `action` and remembers what it was asked."""
 
-    def __init__(self, action: str = "accept") -> None:
+    def __init__(self, action: Literal["accept", "decline", "cancel"] = "accept") -> None:
         self.action = action
         self.messages: list[str] = []
 
     async def __call__(self, context: Any, params: types.ElicitRequestParams) -> types.ElicitResult:
         self.messages.append(params.message)
-        content = {} if self.action == "accept" else None
-        return types.ElicitResult(action=self.action, content=content)  # type: ignore[arg-type]
+        content: dict[str, Any] | None = {} if self.action == "accept" else None
+        return types.ElicitResult(action=self.action, content=content)
 
 
 def current_version(db: Path, knowledge_base_id: str, article_id: str) -> str:
     """The article's updated_at, read directly from the store (no grants)."""
     from kbes.tools import TOOLS
-    from kbes.tools.wire import ReadRequest
+    from kbes.tools.wire import ArticleResult, ReadRequest
 
     store = open_store(db)
     try:
         request = ReadRequest(knowledge_base_id=knowledge_base_id, article_id=article_id)
-        return TOOLS["read_knowledge_article"].run(store, request, None).updated_at
+        read = TOOLS["read_knowledge_article"].run(store, request, None)
+        assert isinstance(read, ArticleResult)
+        return read.updated_at
     finally:
         store.close()
 

@@ -13,8 +13,11 @@ import pytest
 from mcp import Client
 from mcp_harness import Elicitations, body, error
 
-from kbes import KnowledgeBaseStore, open_store
-from kbes.server import KbesMCP
+from kbes import KnowledgeBaseStore, call_tool, open_store
+from kbes.server.approval import Lines, approval_message
+from kbes.server.mcp_server import KbesMCP
+from kbes.tools import TOOLS
+from kbes.tools.wire import ArticleResult
 
 pytestmark = pytest.mark.anyio
 
@@ -122,3 +125,68 @@ async def test_a_long_change_says_how_much_is_not_shown(tmp_path: Path) -> None:
     last = message.splitlines()[-1]
     assert "more lines" in last and "not shown" in last, last
     assert len(message) < 4000
+
+
+def test_the_prompt_reads_the_article_from_the_log_without_catching_up(tmp_path: Path) -> None:
+    store = open_store(tmp_path / "kbes.sqlite")
+    try:
+        kb = str(store.create_knowledge_base("Support"))
+        article = str(store.add_article(kb, "Billing", "Invoices go out monthly.", publish=True))
+        cited = call_tool(
+            store, "read_knowledge_article", {"knowledge_base_id": kb, "article_id": article}
+        )
+        assert isinstance(cited, ArticleResult)
+        store.save_article(kb, article, content="Invoices go out weekly.")  # views not caught up
+        position = store.views.position
+        call = TOOLS["edit_knowledge_article"].admit(
+            {
+                "knowledge_base_id": kb,
+                "article_id": article,
+                "content": "Invoices go out daily.",
+                "expected_version": cited.updated_at,
+                "idempotency_key": "approval-prompt",
+            },
+            None,
+        )
+        message = approval_message(call, store)
+        assert store.views.position == position
+    finally:
+        store.close()
+    assert "- Invoices go out weekly." in message  # what the edit would replace: the log's now
+    assert "will refuse the edit as a version conflict" in message
+
+
+def test_one_line_is_one_line(tmp_path: Path) -> None:
+    """Counts read as a person says them: "1 line", "1 character", never "1 lines"."""
+    store = open_store(tmp_path / "kbes.sqlite")
+    try:
+        kb = str(store.create_knowledge_base("Support"))
+        article = str(store.add_article(kb, "Fax", "Faxes go through the portal.", publish=True))
+        cited = call_tool(
+            store, "read_knowledge_article", {"knowledge_base_id": kb, "article_id": article}
+        )
+        request = {
+            "knowledge_base_id": kb,
+            "article_id": article,
+            "content": "Faxes are gone.",
+            "expected_version": cited.updated_at,
+            "idempotency_key": "k",
+        }
+        message = approval_message(TOOLS["edit_knowledge_article"].admit(request, None), store)
+    finally:
+        store.close()
+    assert "Content: 28 characters in 1 line now, 15 characters in 1 line after." in message
+    assert "Idempotency key: “k” (1 character)" in message
+    assert "1 lines" not in message and "1 characters" not in message
+
+
+def test_one_hidden_line_is_counted_as_one() -> None:
+    lines = Lines(budget=10)
+    lines.add("x" * 10)
+    lines.add("y")
+    assert lines.text().splitlines()[-1] == (
+        "[1 more line (1 character) is not shown here; decline if you need to see them]"
+    )
+    cut = Lines(budget=5)
+    cut.add("z" * 6)
+    assert cut.text() == "zzzzz… [this line goes on: 1 more character (escaped) not shown]"

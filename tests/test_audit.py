@@ -17,7 +17,7 @@ from click.testing import CliRunner, Result
 from kbes import SimulatedClock, open_store
 from kbes.cli import main
 from kbes.tools import TOOLS
-from kbes.tools.wire import ReadRequest
+from kbes.tools.wire import ArticleResult, ReadRequest
 
 START = datetime(2026, 11, 30, 9, 0, tzinfo=UTC)
 QUOTE_KEPT = "Open Settings, choose Security, click Reset password."
@@ -81,11 +81,11 @@ def build(folder: Path, db: str | None = None, *, views: Path | None = None) -> 
     cited: dict[str, str] = {}
     lines: list[dict[str, Any]] = []
     for name in texts:
-        citation = (
-            TOOLS["read_knowledge_article"]
-            .run(store, ReadRequest(knowledge_base_id=str(kb), article_id=ids[name]), None)
-            .citation
+        read = TOOLS["read_knowledge_article"].run(
+            store, ReadRequest(knowledge_base_id=str(kb), article_id=ids[name]), None
         )
+        assert isinstance(read, ArticleResult)
+        citation = read.citation
         cited[name] = citation.updated_at
         line = {
             "knowledge_base_id": citation.knowledge_base_id,

@@ -11,14 +11,17 @@ from typing import Any
 import msgspec
 import pytest
 from click.testing import CliRunner
+from views_dump import dump
 
 from kbes import KnowledgeBaseStore, format_timestamp, open_store
-from kbes.article import EVENT_TYPES
 from kbes.cli import main
-from kbes.projections import views
+from kbes.domain.article import EVENT_TYPES
+from kbes.projections import fold
+from kbes.projections.catch_up import CatchUp
 from kbes.sims.baseline import Baseline, BaselineError, normalise
+from kbes.store.sqlite import FeedApplicationRecorder
 from kbes.tools import TOOLS
-from kbes.tools.wire import PollRequest, ResourceEvent, SearchRequest
+from kbes.tools.wire import PollRequest, ResourceEvent, SearchRequest, SearchResult
 
 ROWS_WITH_BASELINE = {"1a", "1b", "1c", "3a", "3b", "3c", "4a", "4b"}
 
@@ -158,11 +161,11 @@ def test_replay_in_small_batches_and_after_a_crash_equals_incremental_views(
     store.unpublish_article(kb, ids[1])
     store.publish_article(kb, ids[3])
     store.catch_up()
-    expected = store.views.dump()
-    monkeypatch.setattr(views, "REPLAY_CHUNK", 7)
-    monkeypatch.setattr(views, "REPLAY_EVENTS", 20)
+    expected = dump(store.views)
+    monkeypatch.setattr(fold, "REPLAY_CHUNK", 7)
+    monkeypatch.setattr(fold, "REPLAY_EVENTS", 20)
     store.rebuild()
-    assert store.views.dump() == expected
+    assert dump(store.views) == expected
     # A replay that stops (a crash) part-way, or after its last batch but before the search
     # index is built, is finished by the next catch-up or the next process to open the store.
     store.close()
@@ -170,16 +173,17 @@ def test_replay_in_small_batches_and_after_a_crash_equals_incremental_views(
         store = open_store(path, synchronous="OFF")
         store.views.drop()
         with monkeypatch.context() as crash:
-            crash.setattr(views.Views, "_finish_replay", lambda self: None)
-            store.views.catch_up(store.recorder, store.mapper, head=stop)
+            crash.setattr(CatchUp, "finish_replay", lambda self: None)
+            store.views.catch_up(store.feed, store.mapper, head=stop)
         store.close()
         store = open_store(path, synchronous="OFF")
         try:
             store.catch_up()
-            assert store.views.dump() == expected
+            assert dump(store.views) == expected
             hits = TOOLS["search_knowledge_base"].run(
                 store, SearchRequest(knowledge_base_id=str(kb), query="word2"), None
             )
+            assert isinstance(hits, SearchResult)
             assert [hit.article_id for hit in hits.hits] == [str(ids[2])]
         finally:
             store.close()
@@ -219,19 +223,19 @@ def test_poll_fast_path_answers_as_the_mapper_does(
             poll(store, msgspec.structs.replace(request, after_sequence=3)),
         ]
         # eventsourcing's own path: its Notification objects and the mapper's domain events.
+        assert isinstance(store.recorder, FeedApplicationRecorder)
         with store.recorder.datastore.transaction(commit=False) as c:
             c.execute("SELECT notification_id FROM kb_feed WHERE knowledge_base_id = ?", (kb.hex,))
             visible = {row[0] for row in c.fetchall()}
         feed = [
             ResourceEvent(
-                sequence=n.id,
+                sequence=sequence,
                 type=EVENT_TYPES[type(event)],
                 article_id=str(event.originator_id),
                 updated_at=format_timestamp(event.timestamp),
             )
-            for n in store.recorder.select_notifications(start=1, limit=1000)
-            if n.id in visible
-            for event in [store.mapper.to_domain_event(n)]
+            for sequence, event in store.logged_events()
+            if sequence in visible
         ]
         generic = [feed[:4], [e for e in feed if e.sequence > 3][:4]]
         assert fast == fallback

@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 from cli_harness import ok
 from click.testing import CliRunner
+from views_dump import dump
 
 from kbes.cli import main
 
@@ -216,6 +217,44 @@ def test_malformed_tool_arguments_are_usage_errors(runner: CliRunner) -> None:
     assert result.exit_code == 2 and "delete_everything" in result.output
 
 
+def test_kbes_tool_serves_the_diff_tool_the_readme_lists(runner: CliRunner, db_path: Path) -> None:
+    """A person at a shell may try the opt-in diff tool before serving it: the same answer an
+    agent of `kbes serve --history-tools` gets."""
+    import msgspec
+
+    from kbes import open_store
+    from kbes.tools import call_tool
+
+    kb = ok(runner, "kb", "create", "Support").strip()
+    add = ["article", "add", "--kb", kb, "--title", "VPN", "--content", "Use vpn.example."]
+    article = ok(runner, *add, "--publish").strip()
+    _, read = tool(
+        runner, "read_knowledge_article", f"knowledge_base_id={kb}", f"article_id={article}"
+    )
+    ok(runner, "article", "save", "--kb", kb, article, "--content", "Use vpn2.example.")
+    arguments = {
+        "knowledge_base_id": kb,
+        "article_id": article,
+        "since_version": read["citation"]["updated_at"],
+    }
+    code, diff = tool(runner, "diff_knowledge_article", *(f"{k}={v}" for k, v in arguments.items()))
+    assert code == 0
+    assert diff["changed"] is True and "+Use vpn2.example." in diff["diff"]
+    store = open_store(db_path)
+    try:
+        answer = call_tool(store, "diff_knowledge_article", arguments)
+        assert diff == msgspec.to_builtins(answer)
+    finally:
+        store.close()
+
+
+def test_serve_help_points_to_the_page_with_the_rotation_steps(runner: CliRunner) -> None:
+    text = " ".join(ok(runner, "serve", "--help").split())
+    assert "(rotation: see docs/operations.md)" in text and "README" not in text
+    page = Path(__file__).resolve().parent.parent / "docs" / "operations.md"
+    assert "**Rotating the keys**" in page.read_text(encoding="utf-8")
+
+
 def test_rebuild_reproduces_the_views(runner: CliRunner, docs: Path, db_path: Path) -> None:
     from kbes import open_store
 
@@ -223,12 +262,12 @@ def test_rebuild_reproduces_the_views(runner: CliRunner, docs: Path, db_path: Pa
     ok(runner, "import", str(docs), "--kb", kb, "--publish")
     store = open_store(db_path)
     store.catch_up()
-    before = store.views.dump()
+    before = dump(store.views)
     store.close()
     out = ok(runner, "rebuild")
     assert out.splitlines()[-1] == "rebuilt views from 7 events"
     store = open_store(db_path)
-    assert store.views.dump() == before
+    assert dump(store.views) == before
     store.close()
 
 
@@ -275,6 +314,7 @@ NEEDS_DB = {
     ("tool",): ["read_knowledge_article", f"knowledge_base_id={SOME_ID}", f"article_id={SOME_ID}"],
     ("rebuild",): [],
     ("serve",): ["--grant-all"],
+    ("token", "add"): ["bot", "--grant", SOME_ID, "--tokens", "TOKENS"],
 }
 """Every command but `kb create`, with arguments that get it as far as opening the database."""
 
@@ -316,7 +356,8 @@ def test_commands_refuse_a_missing_database(tmp_path: Path, path: tuple[str, ...
     citations.write_text("")
     folder = tmp_path / "docs"
     folder.mkdir()
-    given = {"CITATIONS": str(citations), "FOLDER": str(folder)}
+    tokens = tmp_path / "tokens.txt"
+    given = {"CITATIONS": str(citations), "FOLDER": str(folder), "TOKENS": str(tokens)}
     args = [*path, *(given.get(arg, arg) for arg in NEEDS_DB[path])]
     for how in ("--db", "KBES_DB"):
         missing = tmp_path / f"missing-{how}.sqlite"
@@ -333,6 +374,7 @@ def test_commands_refuse_a_missing_database(tmp_path: Path, path: tuple[str, ...
         elif path != ("log", "export"):
             assert "or create one with `kbes kb create NAME`" in result.stderr
         assert not missing.exists()
+    assert not tokens.exists()
 
 
 def test_only_kb_create_creates_a_database(tmp_path: Path) -> None:

@@ -17,7 +17,7 @@ def _setup(db: Path) -> tuple[str, str, str, int]:
     version = msgspec.to_builtins(
         call_tool(store, "read_knowledge_article", {"knowledge_base_id": kb, "article_id": article})
     )["updated_at"]
-    head = store.recorder.max_notification_id()
+    head = store.head()
     store.close()
     return kb, article, version, head
 
@@ -45,7 +45,7 @@ def test_eight_writers_one_version_exactly_one_wins(tmp_path: Path) -> None:
     assert {e["current_version"] for e in losses} == {wins[0]["updated_at"]}
     assert _article_events(db, kb, article) == ["published", "saved"]
     store = open_store(db)
-    assert store.recorder.max_notification_id() == head + 2  # one Saved, one receipt
+    assert store.head() == head + 2  # one Saved, one receipt
     final = store.get_article(article)
     assert final.content in {f"writer {i}" for i in range(RACERS)}
     assert format_timestamp(final.updated_at) == wins[0]["updated_at"]
@@ -62,5 +62,5 @@ def test_eight_retries_of_one_key_write_once(tmp_path: Path) -> None:
     assert len({r["updated_at"] for _, r in outcomes}) == 1
     assert _article_events(db, kb, article) == ["published", "saved"]
     store = open_store(db)
-    assert store.recorder.max_notification_id() == head + 2
+    assert store.head() == head + 2
     store.close()

@@ -26,10 +26,12 @@ import msgspec
 import pytest
 from crash_worker import HANGING, edit_arguments
 from mcp_harness import KBES
+from views_dump import dump
 
 from kbes import KnowledgeBaseStore, call_tool, format_timestamp, open_store
-from kbes.article import Article
-from kbes.projections.views import REPLAY_CHUNK, SEARCH_SUFFIX
+from kbes.domain.article import Article
+from kbes.projections.fold import REPLAY_CHUNK
+from kbes.projections.tracking import SEARCH_SUFFIX
 
 WORKER = Path(__file__).with_name("crash_worker.py")
 WRITERS = 3
@@ -127,16 +129,16 @@ def edit(store: KnowledgeBaseStore, arguments: dict[str, Any]) -> dict[str, Any]
 
 def views_equal_a_replay(store: KnowledgeBaseStore) -> None:
     store.catch_up()
-    caught_up = store.views.dump()
+    caught_up = dump(store.views)
     store.rebuild()
-    assert store.views.dump() == caught_up
+    assert dump(store.views) == caught_up
 
 
 @pytest.fixture(params=["sqlite", "postgresql"])
 def db(request: pytest.FixtureRequest, tmp_path: Path) -> str:
     if request.param == "sqlite":
         return str(tmp_path / "crash.sqlite")
-    return request.getfixturevalue("pg").create_database()  # type: ignore[no-any-return]
+    return request.getfixturevalue("pg").create_database()
 
 
 @pytest.fixture(scope="module")
@@ -205,7 +207,7 @@ def test_writers_killed_at_random_keep_every_acknowledged_edit(db: str, tmp_path
 def test_an_edit_killed_inside_its_transaction_leaves_nothing(db: str, tmp_path: Path) -> None:
     kb, [article], _ = setup_articles(db, tmp_path, 1)
     store = reopen(db, tmp_path)
-    head = store.recorder.max_notification_id()
+    head = store.head()
     store.close()
     worker = Worker("edits", db, worker_views(db, tmp_path, "w"), kb, article, "--hang-at", "3")
     worker.wait_for(lambda line: line.get("state") == HANGING)
@@ -217,7 +219,7 @@ def test_an_edit_killed_inside_its_transaction_leaves_nothing(db: str, tmp_path:
     store = reopen(db, tmp_path)
     try:
         assert saves(store, article) == [a["updated_at"] for a in acks]
-        assert store.recorder.max_notification_id() == head + 2 * 3  # a Saved and a receipt each
+        assert store.head() == head + 2 * 3  # a Saved and a receipt each
         # The killed process held the write lock (SQLite) or uncommitted rows (PostgreSQL): the
         # same edit, key and all, is not a replay but the first write, and it is not blocked.
         retried = edit(store, edit_arguments(kb, article, 3, acks[-1]["updated_at"]))
@@ -236,7 +238,7 @@ def test_an_import_killed_inside_its_transaction_writes_nothing(db: str, tmp_pat
     for i in range(40):
         (folder / f"page-{i}.md").write_text(f"# Page {i}\n\nText of page {i}.\n", encoding="utf-8")
     store = reopen(db, tmp_path)
-    head = store.recorder.max_notification_id()
+    head = store.head()
     store.close()
     args = ["import", str(folder), "--kb", kb, "--publish", "--db", db]
     # The `kbes` processes' views (a PostgreSQL log's are a local file; SQLite's are in the db).
@@ -249,7 +251,7 @@ def test_an_import_killed_inside_its_transaction_writes_nothing(db: str, tmp_pat
     integrity(db)
     store = reopen(db, tmp_path)
     try:
-        assert store.recorder.max_notification_id() == head
+        assert store.head() == head
         store.catch_up()
         assert store.views.articles(kb) == []
     finally:
@@ -278,8 +280,8 @@ def test_a_rebuild_killed_part_way_leaves_the_views_as_they_were(
         )
     store.unpublish_article(kb, ids[0])
     store.catch_up()
-    expected = store.views.dump()
-    head = store.recorder.max_notification_id()
+    expected = dump(store.views)
+    head = store.head()
     assert head > REPLAY_CHUNK
     store.close()
 
@@ -299,7 +301,7 @@ def test_a_rebuild_killed_part_way_leaves_the_views_as_they_were(
     store = open_store(db)
     try:
         store.catch_up()
-        assert store.views.dump() == expected
+        assert dump(store.views) == expected
         hits = call_tool(
             store, "search_knowledge_base", {"knowledge_base_id": kb, "query": "T7 v2"}
         )

@@ -4,9 +4,13 @@ and retitles made while the article was unpublished never show through it."""
 
 from __future__ import annotations
 
+from uuid import UUID
+
 from tool_calls import call
 
-from kbes import KnowledgeBaseStore
+from kbes import Article, KnowledgeBaseStore
+from kbes.domain.article import in_feed
+from kbes.log.history import History
 
 
 def polled(store: KnowledgeBaseStore, kb: str, article: str, after: int) -> list[dict]:
@@ -51,3 +55,47 @@ def test_changes_are_what_the_feed_showed(store: KnowledgeBaseStore, kb: str) ->
     for secret in ("merger", "Falcon", "Still secret"):
         assert secret not in diff["diff"]
     assert diff["changed"] is True
+
+
+def test_one_visibility_rule_for_the_feed_and_the_histories(
+    store: KnowledgeBaseStore, kb: str
+) -> None:
+    """The feed's rule is the domain's `in_feed`: the feed index written with each batch (walked
+    backwards from the article's final state) and `ArticleHistory.polled` (walked forwards
+    through the versions) show the same events."""
+    assert [
+        in_feed(kind, published)
+        for kind in (
+            Article.Drafted,
+            Article.Published,
+            Article.Saved,
+            Article.Retitled,
+            Article.Unpublished,
+        )
+        for published in (False, True)
+    ] == [False, False, True, True, False, True, False, True, True, True]
+    article = Article.draft(UUID(kb), "Billing", "v1")
+    article.save("v2")  # a draft's save: never shown
+    article.publish()
+    article.save("v3", "Invoices")
+    article.unpublish()
+    article.save("v4")  # a save while unpublished: never shown
+    article.publish()
+    article.save("v5")
+    store.save(article)  # one batch of eight events
+    store.save_article(kb, article.id, content="v6")
+
+    feed = polled(store, kb, str(article.id), 0)
+    assert [e["type"] for e in feed] == [
+        "published",
+        "retitled",
+        "unpublished",
+        "published",
+        "saved",
+        "saved",
+    ]
+    history = History.of(store).history(article.id)
+    assert history is not None
+    assert [(v.sequence, v.type, v.updated_at) for v in history.polled()] == [
+        (e["sequence"], e["type"], e["updated_at"]) for e in feed
+    ]

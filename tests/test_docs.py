@@ -11,9 +11,10 @@
 - ```python: run as a script in a fresh folder with a fresh `KBES_DB`.
 - ```json and ```jsonc: parsed; an MCP client configuration must start `kbes serve` by an
   absolute path (or the mcp-remote bridge), and an example answer must have exactly the shape
-  of the real answer.
-- ```text: a tokens file (`text tokens-file`) is checked line by line; plain text is a
-  diagram, not code.
+  of the real answer (a `prompts/list` or `completion/complete` answer: exactly the real one).
+- ```text: a tokens file (`text tokens-file`) is checked line by line; a prompt's text (`text
+  prompt NAME`) must be exactly what the model reads for the arguments of the page's
+  `// prompts/get` example of NAME; plain text is a diagram, not code.
 Any other kind of block fails, so a new one gets a rule here before it gets into the docs."""
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ import re
 import shlex
 import subprocess
 import sys
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any, NamedTuple
 
@@ -33,12 +35,21 @@ import pytest
 
 from kbes import KbesError, open_store
 from kbes.cli import main
-from kbes.tools import TOOLS, call_tool
+from kbes.server.prompts import (
+    completes_knowledge_bases,
+    completion_result,
+    get_result,
+    list_result,
+)
+from kbes.tools import HISTORY_TOOLS, TOOLS, call_tool
+from kbes.tools.prompts import PROMPTS, knowledge_base_completions
 
 ROOT = Path(__file__).resolve().parent.parent
 PAGES = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
 BIN = Path(sys.executable).parent
 KINDS = {"sh", "python", "json", "jsonc", "text"}
+SHELL_TOOLS = {*TOOLS, *(tool.name for tool in HISTORY_TOOLS)}
+"""What `kbes tool` serves: the four, and the opt-in diff tool."""
 
 
 class Block(NamedTuple):
@@ -177,13 +188,14 @@ def check_kbes_calls(block: Block) -> int:
     for path, rest in calls:
         command: click.Command = main
         for name in path:
-            command = command.commands[name]  # type: ignore[attr-defined]
+            assert isinstance(command, click.Group), f"{block.where}: `kbes {' '.join(path)}`"
+            command = command.commands[name]
         assert not isinstance(command, click.Group), f"{block.where}: `kbes {' '.join(path)}`"
         options = {o for p in command.params for o in p.opts + p.secondary_opts} | {"-h", "--help"}
         named = {w.split("=")[0] for w in rest if re.match(r"^--?[a-z]", w)}
         assert named <= options, f"{block.where}: kbes {' '.join(path)} has no {named - options}"
         if path == ["tool"]:
-            assert rest and rest[0] in TOOLS, f"{block.where}: kbes tool {rest[:1]}"
+            assert rest and rest[0] in SHELL_TOOLS, f"{block.where}: kbes tool {rest[:1]}"
     return len(calls)
 
 
@@ -289,6 +301,53 @@ def real(tmp_path_factory) -> dict[str, Any]:
     return answers
 
 
+SHORT_ID = "51817ef4-…"
+"""The knowledge-base id of the docs' examples, shortened."""
+PROMPT_METHODS = ("prompts/list", "prompts/get", "completion/complete")
+
+
+@pytest.fixture(scope="module")
+def prompting(tmp_path_factory) -> Iterator[Callable[[str, dict[str, Any]], Any]]:
+    """`answer(method, params)`: the real MCP answer about the prompts, as the wire JSON (less
+    the envelope's `resultType`), for params and answer spelling the knowledge base SHORT_ID."""
+    import mcp_types as types
+
+    store = open_store(tmp_path_factory.mktemp("prompts") / "kbes.sqlite")
+    kb = str(store.create_knowledge_base("Support"))
+
+    def answer(method: str, params: dict[str, Any]) -> Any:
+        params = json.loads(json.dumps(params, ensure_ascii=False).replace(SHORT_ID, kb))
+        result: types.ListPromptsResult | types.GetPromptResult | types.CompleteResult
+        if method == "prompts/list":
+            result = list_result()
+        elif method == "prompts/get":
+            prompt = PROMPTS[params["name"]]
+            result = get_result(prompt, prompt.text(store, params["arguments"], None, TOOLS))
+        else:
+            asked = types.CompleteRequestParams.model_validate(params)
+            typed = asked.argument.value
+            found = knowledge_base_completions(store, None, typed)
+            result = completion_result(found if completes_knowledge_bases(asked) else [])
+        wire = result.model_dump(by_alias=True, mode="json", exclude_none=True)
+        wire.pop("resultType", None)
+        return json.loads(json.dumps(wire, ensure_ascii=False).replace(kb, SHORT_ID))
+
+    yield answer
+    store.close()
+
+
+def prompt_gets(page: Path) -> dict[str, dict[str, Any]]:
+    """The params of each `// prompts/get` example of a page, by prompt name."""
+    found = {}
+    for block in blocks(page):
+        if block.kind == "jsonc":
+            for comment, _ in json_values(block.code):
+                method, _, params = comment.partition(" ")
+                if method == "prompts/get":
+                    found[json.loads(params)["name"]] = json.loads(params)
+    return found
+
+
 def shape(value: Any) -> Any:
     """The keys of a JSON value, nested; lists by their first element."""
     if isinstance(value, dict):
@@ -318,11 +377,18 @@ def json_values(text: str) -> list[tuple[str, Any]]:
 
 
 @pytest.mark.parametrize("block", of("jsonc"))
-def test_example_answers_have_the_shape_of_real_ones(block: Block, real) -> None:
+def test_example_answers_have_the_shape_of_real_ones(block: Block, real, prompting) -> None:
     values = json_values(block.code)
     assert values, block.where
     for comment, value in values:
-        if "code" in value:
+        method, _, params = comment.partition(" ")
+        if method in PROMPT_METHODS:
+            answer = prompting(method, json.loads(params or "{}"))
+            if method == "prompts/get":
+                assert shape(value) == shape(answer), f"{block.where}: {comment}"
+            else:
+                assert value == answer, f"{block.where}: {comment}"
+        elif "code" in value:
             assert shape(value) == shape(real[value["code"]]), f"{block.where}: {value['code']}"
         else:
             tool = comment.split()[0]
@@ -361,9 +427,16 @@ def test_json_blocks_are_what_they_say(block: Block, real) -> None:
 
 
 @pytest.mark.parametrize("block", of("text"))
-def test_text_blocks(block: Block) -> None:
+def test_text_blocks(block: Block, prompting) -> None:
     if block.info == "":
         return  # a diagram, not code
+    if block.info.startswith("prompt "):
+        name = block.info.removeprefix("prompt ")
+        gets = prompt_gets(block.page)
+        assert name in gets, f"{block.where}: no `// prompts/get` example of {name} on the page"
+        [message] = prompting("prompts/get", gets[name])["messages"]
+        assert block.code == message["content"]["text"] + "\n", block.where
+        return
     assert block.info == "tokens-file", f"{block.where}: no rule for ```text {block.info}"
     lines = [line for line in block.code.splitlines() if line and not line.startswith("#")]
     assert lines, block.where

@@ -28,7 +28,7 @@ from mcp_harness import Seed, seed, stdio_client
 
 from kbes import KnowledgeBaseStore, open_store
 from kbes.cli import main
-from kbes.errors import KbesError
+from kbes.domain.errors import KbesError
 from kbes.tools import TOOLS, call_tool
 from kbes.tools.wire import Wire
 
@@ -63,7 +63,7 @@ class Fixture:
         self.ids = {**vars(self.seed), "retired": str(retired)}
 
     def head(self) -> int:
-        return self.store.recorder.max_notification_id() or 0
+        return self.store.head()
 
     def resolve(self, arguments: Any) -> Any:
         return resolve(arguments, self.ids, self.store)

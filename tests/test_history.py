@@ -8,6 +8,7 @@ import json
 from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
+from typing import TypedDict
 from uuid import UUID, uuid4
 
 import pytest
@@ -15,11 +16,11 @@ from click.testing import CliRunner
 
 from kbes import KnowledgeBaseStore, SimulatedClock, open_store
 from kbes.cli import main
-from kbes.errors import Gone, InvalidArgument, InvalidVersion, NotFound
-from kbes.history import History, StoreSource, article_at, article_versions, unified_diff
-from kbes.log_export import LogFormatError, LogSource, export_log
+from kbes.domain.errors import Gone, InvalidArgument, InvalidVersion, NotFound
+from kbes.log.export import LogFormatError, LogSource, export_log
+from kbes.log.history import History, StoreSource, article_at, article_versions, unified_diff
 from kbes.tools import HISTORY_TOOLS, TOOLS
-from kbes.tools.wire import DiffResult, ReadRequest
+from kbes.tools.wire import ArticleResult, DiffResult, ReadRequest
 
 START = datetime(2026, 11, 30, 9, 0, tzinfo=UTC)
 DIFF = HISTORY_TOOLS[0]
@@ -46,6 +47,7 @@ def cite(store: KnowledgeBaseStore, kb: UUID, article: UUID) -> str:
     read = TOOLS["read_knowledge_article"].run(
         store, ReadRequest(knowledge_base_id=str(kb), article_id=str(article)), None
     )
+    assert isinstance(read, ArticleResult)
     return read.citation.updated_at
 
 
@@ -86,7 +88,8 @@ def test_versions_and_the_article_as_it_was(
     assert article_at(timed, article, unpublished_at).published is False
 
     history = History.of(timed)
-    assert history.article_as_of(article, "2026-11-30T09:45:00Z").version == 3
+    as_of = history.article_as_of(article, "2026-11-30T09:45:00Z")
+    assert as_of is not None and as_of.version == 3
     assert history.article_as_of(article, "2026-11-30T08:00:00Z") is None
 
     with pytest.raises(InvalidVersion) as garbled:
@@ -134,11 +137,12 @@ def test_store_and_exported_log_agree_on_every_version(
     ids = busy_history(timed, clock)
     buffer = io.BytesIO()
     written = export_log(timed, buffer)
-    assert written == timed.recorder.max_notification_id()
+    assert written == timed.head()
     from_store = History(StoreSource(timed))
     from_log = History(LogSource.from_lines(buffer.getvalue().splitlines()))
     for article in ids:
         store_history = from_store.history(article)
+        assert store_history is not None
         assert store_history == from_log.history(article)
         for version in store_history.versions:
             assert from_store.state(store_history, version) == from_log.state(
@@ -168,7 +172,7 @@ def test_export_lines_carry_sequence_type_ids_timestamp_and_payload(
     assert saved == {
         "sequence": 4,
         "type": "saved",
-        "topic": "kbes.article:Article.Saved",
+        "topic": "kbes.domain.article:Article.Saved",
         "originator_id": str(article),
         "originator_version": 3,
         "knowledge_base_id": str(kb),
@@ -256,6 +260,13 @@ def test_conflicting_exports_are_refused() -> None:
 # The diff tool, called directly ----------------------------------------------------------
 
 
+class ArticleIds(TypedDict):
+    """The ids a diff names, spread into `call_diff` beside its `grants`."""
+
+    knowledge_base_id: str
+    article_id: str
+
+
 def call_diff(store: KnowledgeBaseStore, grants: frozenset[str] | None = None, **args: str):
     return DIFF.run(store, DIFF.parse(args), grants)
 
@@ -319,8 +330,10 @@ def test_diff_tool_gone_invalid_and_not_found(
     article = timed.add_article(kb, "Fax", "Faxes go through the portal.", publish=True)
     draft = timed.add_article(kb, "Draft", "not yet")
     cited = cite(timed, kb, article)
-    drafted_at = timed.views.versions(str(article))[0]["updated_at"]
-    ids = {"knowledge_base_id": str(kb), "article_id": str(article)}
+    history = timed.version_history(article)
+    assert history is not None
+    drafted_at = history.versions[0].updated_at
+    ids: ArticleIds = {"knowledge_base_id": str(kb), "article_id": str(article)}
 
     for garbled in (
         (datetime.fromisoformat(cited) + timedelta(microseconds=1)).isoformat(),

@@ -13,9 +13,9 @@ from mcp.client.client import Client
 from mcp_harness import stdio_client
 
 from kbes import SimulatedClock, format_timestamp, open_store
-from kbes.server import KbesMCP
+from kbes.server.mcp_server import KbesMCP
 from kbes.tools import HISTORY_TOOLS, TOOLS
-from kbes.tools.wire import ReadRequest
+from kbes.tools.wire import ArticleResult, ReadRequest
 
 START = datetime(2026, 11, 30, 9, 0, tzinfo=UTC)
 
@@ -30,6 +30,7 @@ def build(db: Path) -> dict[str, str]:
     cited = TOOLS["read_knowledge_article"].run(
         store, ReadRequest(knowledge_base_id=str(kb), article_id=str(saved)), None
     )
+    assert isinstance(cited, ArticleResult)
     clock.advance(timedelta(minutes=5))
     store.save_article(kb, saved, content="Install.\nConnect to vpn2.example.\nDone.")
     store.unpublish_article(kb, gone)

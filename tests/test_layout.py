@@ -64,38 +64,95 @@ def test_nothing_imports_the_cli(folder: str) -> None:
     assert [i for i in imports(folder) if within(i[1], "kbes.cli")] == []
 
 
-def test_projections_import_the_domain_not_the_application_or_its_callers() -> None:
-    allowed = (
-        "kbes.article",
-        "kbes.clock",
-        "kbes.errors",  # the domain's errors (a rebuild overtaken by another is `busy`)
-        "kbes.knowledge_base",
-        "kbes.projections",
-        # Leaf modules, which import nothing of kbes: the log's read interface, and the one
-        # module on eventsourcing's private names (tracking rows in the views' transaction).
-        "kbes.feed",
-        "kbes.internals",
-    )
-    own = [i for i in imports("projections") if within(i[1], "kbes")]
-    assert own, "the projections fold kbes's domain events"
+ROOMS = {
+    # room: (package, the rooms below it, which it may import)
+    "domain": ("kbes.domain", ()),
+    "projections": ("kbes.projections", ("domain",)),
+    "store": ("kbes.store", ("domain", "projections")),
+    "log": ("kbes.log", ("domain", "projections", "store")),
+    "tools": ("kbes.tools", ("domain", "projections", "store", "log")),
+    "server": ("kbes.server", ("domain", "projections", "store", "log", "tools")),
+}
+"""docs/architecture.md's rooms, lowest first; each imports only the rooms below it."""
+
+LIBRARIES = {
+    "domain": ("eventsourcing",),
+    "projections": ("eventsourcing",),
+    "store": ("eventsourcing", "msgspec", "psycopg", "psycopg_pool"),
+    "log": ("eventsourcing", "msgspec"),
+    "tools": ("msgspec",),
+    "server": ("msgspec", "mcp", "mcp_types", "anyio", "starlette", "uvicorn", "pydantic"),
+}
+"""Third-party packages each room may import: the MCP SDK only in the server."""
+
+
+def room_imports(room: str) -> list[tuple[str, str, str]]:
+    package = ROOMS[room][0]
+    if room == "projections":
+        return imports("projections")
+    prefix = package.removeprefix("kbes.") + "/"
+    return [i for i in imports("kbes") if i[0].startswith(prefix)]
+
+
+@pytest.mark.parametrize("room", list(ROOMS))
+def test_each_room_imports_only_the_rooms_below_it(room: str) -> None:
+    package, below = ROOMS[room]
+    allowed = (package, *(ROOMS[r][0] for r in below))
+    own = [i for i in room_imports(room) if within(i[1], "kbes")]
+    assert room_imports(room), f"no imports read from {package}"
     assert [i for i in own if not any(within(i[1], a) for a in allowed)] == []
-    assert [i for i in imports("projections") if within(i[1], "mcp")] == []
 
 
-def test_the_domain_reaches_the_projections_only_through_the_application_wiring() -> None:
-    users = {file for file, module, _ in imports("kbes") if within(module, "kbes.projections")}
-    assert users == {"application.py"}
+@pytest.mark.parametrize("room", list(ROOMS))
+def test_each_room_imports_only_its_libraries(room: str) -> None:
+    third_party = [
+        i
+        for i in room_imports(room)
+        if i[1]
+        and not within(i[1], "kbes")
+        and i[1].split(".")[0] not in sys.stdlib_module_names
+        and i[1] != "__future__"
+    ]
+    allowed = LIBRARIES[room]
+    assert [i for i in third_party if i[1].split(".")[0] not in allowed] == []
 
 
-def test_the_application_knows_nothing_of_the_agent_contract() -> None:
-    """The application speaks in domain terms: no wire types, no tools, no MCP; the agent
-    contract (kbes/tools/) sits above it and phrases its answers for models."""
-    own = [i for i in imports("kbes") if i[0] == "application.py"]
-    assert own, "the application imports the domain"
-    assert [i for i in own if within(i[1], "kbes.tools") or within(i[1], "mcp")] == []
-    contract = [i for i in imports("kbes") if i[0].startswith("tools/")]
-    assert contract, "kbes/tools/ holds the agent contract"
-    assert [i for i in contract if within(i[1], "mcp") or within(i[1], "kbes.server")] == []
+def test_the_top_of_kbes_holds_only_the_public_api() -> None:
+    """Every module of `kbes/` lives in a room; the package's own `__init__` only re-exports."""
+    loose = sorted(p.name for p in (ROOT / "kbes").glob("*.py") if p.name != "__init__.py")
+    assert loose == []
+
+
+STORE_INSIDES = frozenset({"views", "recorder", "repository", "mapper", "factory", "feed"})
+"""The application's parts (its projections, its log, its aggregates' repository, its mapper and
+persistence factory): callers outside the store room use `KnowledgeBaseStore`'s methods instead,
+as eventsourcing's `contentmanagement` example's callers do."""
+
+OUTSIDE_THE_STORE = {
+    # folder: the sub-folders read by the rule of their own (the store room itself)
+    "kbes": ("store",),
+    "cli": (),
+    "sims": (),
+}
+
+
+@pytest.mark.parametrize("folder", list(OUTSIDE_THE_STORE))
+def test_callers_outside_the_store_use_its_methods_only(folder: str) -> None:
+    """One door into the store: no attribute access to `views`, `recorder`, `repository`,
+    `mapper`, `factory` or `feed` of anything, in any file outside kbes/store/ (the projections
+    lie below the store and are held by their own rules)."""
+    skipped = OUTSIDE_THE_STORE[folder]
+    files = [
+        path for path in sources(folder) if path.relative_to(ROOT / folder).parts[0] not in skipped
+    ]
+    assert files, f"no files read from {folder}/"
+    reaches = [
+        f"{path.relative_to(ROOT).as_posix()}:{node.lineno} .{node.attr}"
+        for path in files
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8")))
+        if isinstance(node, ast.Attribute) and node.attr in STORE_INSIDES
+    ]
+    assert reaches == []
 
 
 def test_the_simulations_use_the_public_api_only() -> None:
@@ -148,3 +205,20 @@ def test_a_built_wheel_holds_every_source_file_under_the_kbes_namespace(tmp_path
     }
     entry_points = next(n for n in names if n.endswith("entry_points.txt"))
     assert "kbes = kbes.cli:main" in zipfile.ZipFile(wheel).read(entry_points).decode()
+
+
+def test_the_architecture_page_draws_the_rooms_the_tree_holds() -> None:
+    """docs/architecture.md's tree names every sub-package of `kbes/` and no other, in the
+    order of ROOMS."""
+    page = (ROOT / "docs" / "architecture.md").read_text(encoding="utf-8")
+    tree = page.split("```text\n", 1)[1].split("```", 1)[0]
+    drawn = [line.split()[0].rstrip("/") for line in tree.splitlines() if line.startswith("  ")]
+    packages = sorted(p.parent.name for p in (ROOT / "kbes").glob("*/__init__.py"))
+    assert sorted(drawn) == packages
+    numbers = {
+        line.split()[0].rstrip("/"): int(line.split()[1])
+        for line in tree.splitlines()
+        if len(line.split()) > 1 and line.split()[1].isdigit()
+    }
+    order = sorted(numbers, key=numbers.__getitem__)
+    assert order == [package.removeprefix("kbes.") for package, _ in ROOMS.values()] + ["cli"]

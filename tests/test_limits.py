@@ -1,7 +1,7 @@
 """Limits on every door (issue 13): the content, title and idempotency-key limits of
-`kbes.limits` hold for agents, `kbes article add/save` and `kbes import` alike, with the same
+`kbes.domain.limits` hold for agents, `kbes article add/save` and `kbes import` alike, with the same
 defaults the tools' schemas advertise; an environment variable changes a limit for every door
-and for the advertised schema at once."""
+and for the advertised schema at once (a store's settings, read when it is opened)."""
 
 from __future__ import annotations
 
@@ -11,15 +11,18 @@ import subprocess
 import sys
 from datetime import datetime
 from pathlib import Path
+from typing import Any
 
+import anyio
 import pytest
 from cli_harness import ok
 from click.testing import CliRunner
+from mcp_harness import stdio_client
 from tool_calls import call
 
 from kbes import KnowledgeBaseStore
 from kbes.cli import main
-from kbes.errors import InvalidArgument
+from kbes.domain.errors import InvalidArgument
 from kbes.tools import TOOLS
 
 KBES = str(Path(sys.executable).parent / "kbes")
@@ -67,7 +70,7 @@ def test_an_import_refuses_an_over_long_file_and_writes_nothing(
 def test_the_library_refuses_an_over_long_key(store: KnowledgeBaseStore, kb: str) -> None:
     article = str(store.add_article(kb, "Refunds", "text", publish=True))
     version = call(store, "read_knowledge_article", knowledge_base_id=kb, article_id=article)
-    head = store.recorder.max_notification_id()
+    head = store.head()
     for key, field in (("k" * 201, "idempotency_key"), ("", "idempotency_key")):
         with pytest.raises(InvalidArgument) as info:
             store.edit_article(
@@ -78,7 +81,7 @@ def test_the_library_refuses_an_over_long_key(store: KnowledgeBaseStore, kb: str
                 idempotency_key=key,
             )
         assert info.value.details["field"] == field
-    assert store.recorder.max_notification_id() == head
+    assert store.head() == head
 
 
 def kbes(db: Path, *args: str, **env: str) -> subprocess.CompletedProcess[str]:
@@ -118,15 +121,34 @@ def test_environment_variables_set_the_limits_for_every_door(db_path: Path) -> N
         refused = kbes(db_path, *edit, *args, **limits)
         assert refused.returncode != 0
         assert json.loads(refused.stdout or refused.stderr)["field"] == field, refused
+    # The schema advertised is the store's: from the library, and as `kbes serve` lists it.
     schema = subprocess.run(
-        [sys.executable, "-c", "import json; from kbes.tools import TOOLS; "
-         "print(json.dumps(TOOLS['edit_knowledge_article'].input_schema()))"],
+        [sys.executable, "-c", "import json, sys; from kbes import open_store; "
+         "from kbes.tools import TOOLS; store = open_store(sys.argv[1]); "
+         "print(json.dumps(TOOLS['edit_knowledge_article'].input_schema(store.limits)))",
+         str(db_path)],
         capture_output=True, text=True, env={**os.environ, **limits}, check=True,
     )  # fmt: skip
-    properties = json.loads(schema.stdout)["properties"]
-    assert properties["content"]["maxLength"] == 20
-    assert properties["title"]["maxLength"] == 10
-    assert properties["idempotency_key"]["maxLength"] == 8
+    for listed in (json.loads(schema.stdout), served_edit_schema(db_path, limits)):
+        properties = listed["properties"]
+        assert properties["content"]["maxLength"] == 20
+        assert properties["title"]["maxLength"] == 10
+        assert properties["idempotency_key"]["maxLength"] == 8
+
+
+def served_edit_schema(db: Path, env: dict[str, str]) -> dict[str, Any]:
+    """The edit tool's input schema as `kbes serve`, started with `env`, lists it."""
+
+    async def listed() -> dict[str, Any]:
+        with pytest.MonkeyPatch.context() as patch:
+            for name, value in env.items():
+                patch.setenv(name, value)
+            client = stdio_client(db, "--grant-all")  # the server's environment: this one's
+        async with client:
+            tools = {tool.name: tool for tool in (await client.list_tools()).tools}
+        return tools["edit_knowledge_article"].input_schema
+
+    return anyio.run(listed)
 
 
 def test_a_malformed_limit_is_a_clear_error(db_path: Path) -> None:

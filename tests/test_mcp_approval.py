@@ -26,7 +26,7 @@ from mcp_harness import (
 )
 
 from kbes import open_store
-from kbes.server import KbesMCP
+from kbes.server.mcp_server import KbesMCP
 
 pytestmark = pytest.mark.anyio
 

@@ -31,7 +31,7 @@ from mcp_harness import (
 
 from kbes import open_store
 from kbes.cli import main
-from kbes.server import KbesMCP
+from kbes.server.mcp_server import KbesMCP
 from kbes.tools import TOOLS, Tool
 
 pytestmark = pytest.mark.anyio
@@ -186,7 +186,7 @@ def test_serve_refuses_to_start_without_a_grant(data: Seed) -> None:
     [
         (["--grant", "{random}"], "no knowledge base"),
         (["--grant", "not-an-id"], "no knowledge base"),
-        (["--grant", " {kb} "], "no knowledge base"),  # a padded id is no id (kbes.ids)
+        (["--grant", " {kb} "], "no knowledge base"),  # a padded id is no id (kbes.domain.ids)
         (["--grant", "{kb}", "--grant-all"], "not both"),
         (["--grant-all", "--tokens", "{tokens}"], "--tokens applies to --http"),
         (["--grant-all", "--http", "0.0.0.0:0"], "without --tokens"),
@@ -240,8 +240,8 @@ async def test_extra_tools_are_served_like_the_four(data: Seed) -> None:
             name=name,
             title=name.replace("_", " ").capitalize(),
             description=f"{name}: echo a note for a granted knowledge base.",
-            request=EchoRequest,  # type: ignore[arg-type]
-            result=EchoResult,  # type: ignore[arg-type]
+            request=EchoRequest,
+            result=EchoResult,
             annotations=annotations,
             answer=echo,
         )

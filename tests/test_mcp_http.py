@@ -153,11 +153,24 @@ async def test_tokens_never_reach_the_log(data: Seed, server: HttpServer) -> Non
         assert secret[-12:] not in log
 
 
+async def test_the_access_log_names_each_refusal_by_its_code(
+    data: Seed, server: HttpServer
+) -> None:
+    async with http_client(server.url, ALICE) as alice:
+        await alice.call_tool(
+            "read_knowledge_article", {"knowledge_base_id": data.kb, "article_id": "nope"}
+        )
+        await alice.call_tool("search_knowledge_base", {"knowledge_base_id": data.kb})
+    log = server.log()
+    assert "alice called read_knowledge_article: not_found" in log
+    assert "alice called search_knowledge_base: invalid_argument" in log
+
+
 def test_the_log_filter_redacts_tokens_whoever_logs_them() -> None:
     """Belt and braces: even a library that logged a header would not print a listed token."""
     import logging
 
-    from kbes.http_auth import RedactTokens
+    from kbes.server.http_auth import RedactTokens
 
     record = logging.LogRecord(
         "httpx", logging.DEBUG, __file__, 1, "headers: %s", ({"authorization": ALICE},), None

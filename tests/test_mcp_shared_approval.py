@@ -28,7 +28,7 @@ from mcp_harness import (
     stdio_client,
 )
 
-from kbes.server import APPROVAL_KEY
+from kbes.server.mcp_server import APPROVAL_KEY
 
 pytestmark = pytest.mark.anyio
 

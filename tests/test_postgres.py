@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from views_dump import dump
 
 pytest.importorskip("psycopg", reason="psycopg is not installed: pip install -e '.[test]'")
 
@@ -27,9 +28,12 @@ from racers import RACERS, one_retried_edit, rival_writers, run_racers
 from tool_calls import call, fails
 
 from kbes import Article, KnowledgeBaseStore, open_store
-from kbes.postgres import PostgresFeedRecorder, postgres_env, views_path
 from kbes.projections.views import Views
-from kbes.recorder import KbesSQLiteDatastore
+from kbes.store.postgres import PostgresFeedRecorder
+from kbes.store.postgres_url import postgres_env
+from kbes.store.settings import Settings
+from kbes.store.sqlite import KbesSQLiteDatastore
+from kbes.store.views_file import views_path
 
 EVENTS_TABLE = "kbes_events"
 
@@ -65,7 +69,7 @@ def pg_value(url: str, query: str, *params: Any) -> Any:
 def test_url_becomes_eventsourcing_postgres_settings(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv("KBES_VIEWS", raising=False)
     env = postgres_env("postgresql://kb%40ops:p%2Fss@db.internal:6543/kbes?pool_size=3")
-    assert env["PERSISTENCE_MODULE"] == "kbes.postgres:KbesPostgresFactory"
+    assert env["PERSISTENCE_MODULE"] == "kbes.store.postgres:KbesPostgresFactory"
     assert env["KBES_POSTGRES_HOST"] == env["POSTGRES_HOST"] == "db.internal"
     assert env["KBES_POSTGRES_PORT"] == "6543"
     assert env["KBES_POSTGRES_USER"] == "kb@ops"
@@ -73,7 +77,8 @@ def test_url_becomes_eventsourcing_postgres_settings(monkeypatch: pytest.MonkeyP
     assert env["KBES_POSTGRES_DBNAME"] == "kbes"
     assert env["KBES_POSTGRES_POOL_SIZE"] == "3"
     assert "KBES_VIEWS" not in env
-    assert postgres_env("postgres://u:p@h/d", views="/v.sqlite")["KBES_VIEWS"] == "/v.sqlite"
+    views = Settings(views="/v.sqlite")
+    assert postgres_env("postgres://u:p@h/d", views)["KBES_VIEWS"] == "/v.sqlite"
     assert postgres_env("postgres://u:p@h/d")["KBES_POSTGRES_PORT"] == "5432"
 
 
@@ -106,7 +111,7 @@ def kbes_cli(*args: str, views: Path) -> Any:
 
 
 def user_tables(url: str) -> int:
-    return pg_value(  # type: ignore[no-any-return]
+    return pg_value(
         url,
         "SELECT count(*) FROM pg_tables "
         "WHERE schemaname NOT IN ('pg_catalog', 'information_schema')",
@@ -252,7 +257,7 @@ def test_four_tools_on_postgres(pg_store: KnowledgeBaseStore, pg_url: str, tmp_p
     )
     assert [e["type"] for e in rest["events"]] == ["unpublished"]
     assert rest["has_more"] is False
-    head = store.recorder.max_notification_id()
+    head = store.head()
     assert rest["next_sequence"] == head
     caught_up = call(
         store,
@@ -384,8 +389,8 @@ def test_two_processes_share_one_log_each_with_its_own_views(
     here.catch_up()
     other = Views(KbesSQLiteDatastore(str(there)), application_name="kbes")
     try:
-        assert other.max_tracking_id("kbes") == here.views.position
-        assert other.dump() == here.views.dump()
+        assert other.database.max_tracking_id("kbes") == here.views.position
+        assert dump(other) == dump(here.views)
     finally:
         other.datastore.close()
 
@@ -419,7 +424,7 @@ def race_setup(url: str, tmp: Path) -> tuple[str, str, str, int]:
         kb = str(store.create_knowledge_base("Race"))
         article = str(store.add_article(kb, "Contested", "original", publish=True))
         version = call(store, "read_knowledge_article", knowledge_base_id=kb, article_id=article)
-        return kb, article, version["updated_at"], store.recorder.max_notification_id() or 0
+        return kb, article, version["updated_at"], store.head()
     finally:
         store.close()
 
@@ -448,7 +453,7 @@ def test_eight_processes_race_one_expected_version(pg_url: str, tmp_path: Path) 
     assert article_events(pg_url, article) == ["Drafted", "Published", "Saved"]
     store = open_store(pg_url, views=tmp_path / "views-check.sqlite")
     try:
-        assert store.recorder.max_notification_id() == head + 2  # one Saved, one receipt
+        assert store.head() == head + 2  # one Saved, one receipt
         final = call(store, "read_knowledge_article", knowledge_base_id=kb, article_id=article)
         assert final["content"] in {f"writer {i}" for i in range(RACERS)}
         assert final["updated_at"] == wins[0]["updated_at"]
@@ -491,7 +496,7 @@ def test_poll_reads_one_page_via_the_index(
     for batch in range(4):
         store.add_articles(big, [(f"Big {batch}-{i}", "filler") for i in range(500)], publish=True)
         store.add_article(small, f"Small {batch}", "needle", publish=True)
-    head = store.recorder.max_notification_id() or 0
+    head = store.head()
     assert head > 4000
     with psycopg.connect(pg_url, autocommit=True) as conn:
         conn.execute("ANALYZE")

@@ -10,11 +10,12 @@ from typing import Any
 
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from views_dump import dump
 
 from kbes import KnowledgeBaseStore, call_tool, format_timestamp, open_store
-from kbes.article import EVENT_TYPES, Article
-from kbes.errors import KbesError
-from kbes.knowledge_base import KnowledgeBase
+from kbes.domain.article import EVENT_TYPES, Article
+from kbes.domain.errors import KbesError
+from kbes.domain.knowledge_base import KnowledgeBase
 
 WORDS = ["alpha", "beta", "gamma", "delta", "reset", "password", "billing", "café", "zeta"]
 
@@ -48,8 +49,8 @@ def run(store: KnowledgeBaseStore, commands: list[tuple[str, int, list[str]]]) -
             if op == "kb":
                 kbs.append(str(store.create_knowledge_base(f"KB {len(kbs)}")))
             elif op in ("add", "add_draft"):
-                aid = store.add_article(kb, f"{text} {n}", text, publish=op == "add")
-                articles.append((kb, str(aid)))
+                added = store.add_article(kb, f"{text} {n}", text, publish=op == "add")
+                articles.append((kb, str(added)))
             elif not articles:
                 continue
             elif op == "catch_up":
@@ -151,10 +152,10 @@ def check(commands: list[tuple[str, int, list[str]]]) -> None:
         try:
             run(store, commands)
             store.catch_up()
-            views = store.views.dump()
+            views = dump(store.views)
             assert views == fold(store)
             store.rebuild()
-            assert store.views.dump() == views
+            assert dump(store.views) == views
         finally:
             store.close()
 

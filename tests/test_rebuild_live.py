@@ -13,11 +13,12 @@ from typing import Any
 
 import anyio
 import pytest
-from mcp_harness import KBES, stdio_client
+from mcp_harness import KBES, stdio_client, text
+from views_dump import dump
 
 from kbes import call_tool, open_store
-from kbes.errors import KbesError
-from kbes.projections import views
+from kbes.domain.errors import KbesError
+from kbes.projections import fold
 
 ARTICLES = 10_000  # a draft and a publish each: 20,000 events
 REBUILDS = 3
@@ -29,7 +30,7 @@ def build_log(db: Path) -> tuple[str, list[str]]:
         kb = store.create_knowledge_base("Support")
         drafts = [(f"Article {i}", f"Connect to the vpn, then step {i}.") for i in range(ARTICLES)]
         ids = store.add_articles(kb, drafts, publish=True)
-        assert (store.recorder.max_notification_id() or 0) >= 2 * ARTICLES
+        assert store.head() >= 2 * ARTICLES
     finally:
         store.close()
     return str(kb), [str(article) for article in ids]
@@ -56,15 +57,15 @@ def test_reads_and_searches_never_fail_during_rebuilds(tmp_path: Path) -> None:
                 )
                 counts["reads"] += 1
                 if answer.is_error:
-                    failures.append(("read", article, answer.content[0].text))
+                    failures.append(("read", article, text(answer)))
 
             async def search() -> None:
                 answer = await client.call_tool(
                     "search_knowledge_base", {"knowledge_base_id": kb, "query": "vpn"}
                 )
                 counts["searches"] += 1
-                if answer.is_error or not json.loads(answer.content[0].text)["hits"]:
-                    failures.append(("search", answer.content[0].text[:200]))
+                if answer.is_error or not json.loads(text(answer))["hits"]:
+                    failures.append(("search", text(answer)[:200]))
 
             await read()  # the views caught up before the first rebuild
             for _ in range(REBUILDS):
@@ -98,8 +99,8 @@ def test_writes_during_a_rebuild_are_in_the_views_it_switches_in(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """Events written while the new views are built aside are folded in by the switch."""
-    monkeypatch.setattr(views, "REPLAY_CHUNK", 7)
-    monkeypatch.setattr(views, "REPLAY_EVENTS", 20)
+    monkeypatch.setattr(fold, "REPLAY_CHUNK", 7)
+    monkeypatch.setattr(fold, "REPLAY_EVENTS", 20)
     store = open_store(tmp_path / "kbes.sqlite", synchronous="OFF")
     try:
         kb = store.create_knowledge_base("Support")
@@ -114,11 +115,11 @@ def test_writes_during_a_rebuild_are_in_the_views_it_switches_in(
                 store.unpublish_article(kb, ids[5])
 
         position = store.rebuild(progress=write_meanwhile)
-        assert late and position == store.recorder.max_notification_id()
-        switched = store.views.dump()
+        assert late and position == store.head()
+        switched = dump(store.views)
         store.views.drop()
         store.catch_up()
-        assert store.views.dump() == switched  # as a replay from scratch
+        assert dump(store.views) == switched  # as a replay from scratch
         found = call_tool(store, "search_knowledge_base", {"knowledge_base_id": str(kb),
                                                            "query": "zebra"})  # fmt: skip
         assert sorted(hit.article_id for hit in found.hits) == sorted([late[0], str(ids[3])])
@@ -131,15 +132,15 @@ def test_a_rebuild_overtaken_by_another_says_busy(
 ) -> None:
     """Two rebuilds at once: the later one takes over the views being built aside; the earlier
     one stops with `busy`, and the views switched in are whole."""
-    monkeypatch.setattr(views, "REPLAY_CHUNK", 7)
-    monkeypatch.setattr(views, "REPLAY_EVENTS", 20)
+    monkeypatch.setattr(fold, "REPLAY_CHUNK", 7)
+    monkeypatch.setattr(fold, "REPLAY_EVENTS", 20)
     path = tmp_path / "kbes.sqlite"
     store, other = open_store(path, synchronous="OFF"), None
     try:
         kb = store.create_knowledge_base("Support")
         store.add_articles(kb, [(f"T{i}", f"body {i}") for i in range(40)], publish=True)
         store.catch_up()
-        expected = store.views.dump()
+        expected = dump(store.views)
         other = open_store(path, synchronous="OFF")
 
         def overtake(events: int) -> None:
@@ -148,7 +149,7 @@ def test_a_rebuild_overtaken_by_another_says_busy(
         with pytest.raises(KbesError) as info:
             store.rebuild(progress=overtake)
         assert info.value.code == "busy"
-        assert store.views.dump() == expected
+        assert dump(store.views) == expected
     finally:
         store.close()
         if other is not None:

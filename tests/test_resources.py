@@ -1,5 +1,5 @@
-"""The resource rules as plain functions over a store (kbes.resources), and the log tail's
-routing (kbes.push), without a server: the edges the MCP tests do not reach."""
+"""The resource rules as plain functions over a store (kbes.server.resources), and the log tail's
+routing (kbes.server.push), without a server: the edges the MCP tests do not reach."""
 
 from __future__ import annotations
 
@@ -7,9 +7,9 @@ import anyio
 import pytest
 
 from kbes import KnowledgeBaseStore, format_timestamp
-from kbes.errors import Gone, InvalidArgument, NotFound
-from kbes.push import LogTail, RoutedBus, granted_routes
-from kbes.resources import (
+from kbes.domain.errors import Gone, InvalidArgument, NotFound
+from kbes.server.push import RoutedBus, granted_routes
+from kbes.server.resources import (
     article_uri,
     canonical_uri,
     knowledge_base_uri,
@@ -100,12 +100,16 @@ def test_listeners_hear_their_own_spelling_and_only_granted_current_uris() -> No
 
 
 async def _rings(routes: dict[str, list[str]], uris: list[str]) -> list[str]:
-    from mcp.server.subscriptions import ResourceUpdated
+    from mcp.server.subscriptions import InMemorySubscriptionBus, ResourceUpdated, ServerEvent
 
     heard: list[str] = []
-    tail = LogTail(None)  # type: ignore[arg-type]
-    bus = RoutedBus(tail.bus, routes)
-    bus.subscribe(lambda event: heard.append(event.uri))
+    bus = RoutedBus(InMemorySubscriptionBus(), routes)
+
+    def hear(event: ServerEvent) -> None:
+        assert isinstance(event, ResourceUpdated)
+        heard.append(event.uri)
+
+    bus.subscribe(hear)
     for uri in uris:
         await bus.publish(ResourceUpdated(uri=uri))
     return heard

@@ -23,12 +23,18 @@ import mcp_types as types
 import pytest
 from mcp import Client, StdioServerParameters
 from mcp.shared.exceptions import MCPDeprecationWarning, MCPError
-from mcp_harness import KBES, Seed, body, http_client, http_server, seed
+from mcp.shared.subscriptions import ResourceUpdated
+from mcp_harness import KBES, Seed, body, http_client, http_server, seed, text_contents
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
 from kbes import open_store
-from kbes.resources import ARTICLE_TEMPLATE, VERSION_TEMPLATE, article_uri, knowledge_base_uri
-from kbes.resources import version_uri as pinned_uri
+from kbes.server.resources import (
+    ARTICLE_TEMPLATE,
+    VERSION_TEMPLATE,
+    article_uri,
+    knowledge_base_uri,
+)
+from kbes.server.resources import version_uri as pinned_uri
 from kbes.tools.wire import Citation
 
 pytestmark = pytest.mark.anyio
@@ -75,7 +81,7 @@ async def connect(
     os.environ.update(env or {})  # the server process inherits it
     try:
         log = workdir / f"serve-{time.monotonic_ns()}.log"
-        with http_server(db, *serve, log_path=log) as server:  # type: ignore[arg-type]
+        with http_server(db, *serve, log_path=log) as server:
             async with http_client(server.url, ALICE, **options) as client:
                 yield client
     finally:
@@ -98,7 +104,7 @@ def save(db: str, kb: str, article: str, content: str, env: dict[str, str] | Non
 def draft_version(db: str, article: str) -> str:
     store = open_store(db)
     try:
-        from kbes.clock import format_timestamp
+        from kbes.domain.clock import format_timestamp
 
         return format_timestamp(store.get_article(article).updated_at)
     finally:
@@ -143,6 +149,7 @@ async def test_a_citation_links_to_its_version_for_good(
         assert len(links) == 1 and links[0].type == "resource_link"
         link = links[0].uri
         assert link == pinned_uri(Citation(**hit["citation"]))
+        assert links[0].annotations is not None
         assert links[0].annotations.last_modified == hit["updated_at"]
         old_text = f"# {hit['title']}\n\n{hit['snippet']}"
 
@@ -155,18 +162,22 @@ async def test_a_citation_links_to_its_version_for_good(
         assert read["citation"] == hit["citation"]
 
         pinned = await client.read_resource(link)
-        assert pinned.contents[0].text == old_text
-        assert pinned.contents[0].meta["lastModified"] == hit["updated_at"]
+        pinned_text = text_contents(pinned)
+        assert pinned_text.text == old_text
+        assert pinned_text.meta is not None
+        assert pinned_text.meta["lastModified"] == hit["updated_at"]
         assert pinned.ttl_ms >= 365 * 24 * 3600 * 1000  # a pinned version never changes
 
         save(db, data.kb, data.password, "Passwords are reset from the Account page now.")
         current_uri = article_uri(data.kb, data.password)
         current = await client.read_resource(current_uri)
         assert current.ttl_ms == 0
-        assert current.contents[0].text.endswith("from the Account page now.")
-        assert current.contents[0].meta["lastModified"] > hit["updated_at"]
+        current_text = text_contents(current)
+        assert current_text.text.endswith("from the Account page now.")
+        assert current_text.meta is not None
+        assert current_text.meta["lastModified"] > hit["updated_at"]
         again = await client.read_resource(link, cache_mode="bypass")
-        assert again.contents[0].text == old_text
+        assert text_contents(again).text == old_text
 
         # Unpublished: the current URI says so and when; the pinned one still answers.
         subprocess.run([KBES, "article", "unpublish", data.password, "--kb", data.kb,
@@ -174,7 +185,7 @@ async def test_a_citation_links_to_its_version_for_good(
         gone = await refusal(client, current_uri)
         assert gone["rpc"] == -32010 and gone["data"]["code"] == "gone"
         assert "unpublished at" in gone["message"] and gone["data"]["unpublished_at"]
-        assert (await client.read_resource(link, cache_mode="bypass")).contents[0].text == old_text
+        assert text_contents(await client.read_resource(link, cache_mode="bypass")).text == old_text
 
 
 @pytest.mark.parametrize("transport", ["stdio", "http"])
@@ -231,8 +242,8 @@ async def test_drafts_and_other_knowledge_bases_read_as_unknown_ids(
 def backend(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[tuple[str, Seed, dict]]:
     """(db, seed, env for every kbes process) on SQLite, or on a throwaway PostgreSQL."""
     if request.param == "sqlite":
-        data = seed(tmp_path / "kbes.sqlite")
-        yield str(data.db), data, {}
+        in_file = seed(tmp_path / "kbes.sqlite")
+        yield str(in_file.db), in_file, {}
         return
     pytest.importorskip("psycopg", reason="psycopg is not installed: pip install -e '.[test]'")
     from pg_server import running_pg
@@ -243,7 +254,7 @@ def backend(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[tuple[st
         saved = os.environ.get("KBES_VIEWS")
         os.environ.update(env)
         try:
-            data = seed(url)  # type: ignore[arg-type]
+            data = seed(url)
         finally:
             if saved is None:
                 os.environ.pop("KBES_VIEWS", None)
@@ -278,6 +289,7 @@ async def test_a_save_in_another_process_rings_only_granted_current_listeners(
                 assert stream.honored.resource_subscriptions == asked[name]
                 ready += 1
                 async for event in stream:
+                    assert isinstance(event, ResourceUpdated)
                     heard[name].append((time.monotonic(), event.uri))
 
         for name in asked:
@@ -324,7 +336,8 @@ async def test_handshake_era_clients_subscribe_with_the_same_rules(
         client
     ):
         assert client.protocol_version not in MODERN_PROTOCOL_VERSIONS
-        assert client.server_capabilities.resources.subscribe is True
+        resources = client.server_capabilities.resources
+        assert resources is not None and resources.subscribe is True
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", MCPDeprecationWarning)
             for uri in (

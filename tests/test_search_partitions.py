@@ -8,6 +8,8 @@ import random
 import sqlite3
 from pathlib import Path
 
+from views_dump import dump
+
 from kbes import KnowledgeBaseStore, open_store
 from kbes.projections import search
 from kbes.sims.bench.dataset import Corpus
@@ -117,9 +119,9 @@ def test_an_index_from_before_the_ranges_is_rebuilt(tmp_path: Path) -> None:
         a, titles = fill(store, corpus, 50)
         fill(store, corpus, 50)
         store.catch_up()
-        before = store.views.dump()
+        before = dump(store.views)
         query = corpus.query(titles[7])
-        hits = store.search(a, query, 10)  # type: ignore[arg-type]
+        hits = store.search(a, query, 10)
     finally:
         store.close()
     db = sqlite3.connect(path)
@@ -131,8 +133,8 @@ def test_an_index_from_before_the_ranges_is_rebuilt(tmp_path: Path) -> None:
     db.close()
     store = open_store(path, synchronous="OFF")
     try:
-        assert store.views.dump() == before
-        assert store.search(a, query, 10) == hits  # type: ignore[arg-type]
+        assert dump(store.views) == before
+        assert store.search(a, query, 10) == hits
         with store.views.read() as c:
             assert not search.outdated(c)
             c.execute("SELECT MIN(rowid) FROM search_index")

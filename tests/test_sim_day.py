@@ -30,7 +30,8 @@ def test_the_articles_default_day_has_the_articles_shape() -> None:
     assert len(day.questions) == 120 and len(day.saves) == 300
     sizes = [len(c.encode()) for c in day.contents]
     assert 1400 <= sum(sizes) / len(sizes) <= 1700, "articles are about 1.5 KB of text"
-    assert all(0 <= x.at < 8 * HOUR for x in [*day.questions, *day.saves])
+    assert all(0 <= q.at < 8 * HOUR for q in day.questions)
+    assert all(0 <= s.at < 8 * HOUR for s in day.saves)
     assert [q.at for q in day.questions] == sorted(q.at for q in day.questions)
     assert sorted(day.rank) == list(range(1, 401))
     # Zipf s = 0.9 over 400 ranks puts 36.7% of the weight on the top 10 (the article's figure).
@@ -60,6 +61,7 @@ def test_saves_land_on_published_articles_and_retitles_stay_distinct() -> None:
             published[save.article] = False
             assert save.content is None and save.title is None
         elif save.kind == "retitle":
+            assert save.title is not None
             assert save.title not in titles, "a retitle never reuses a title"
             titles.add(save.title)
             assert save.content and save.content.startswith(text.intro(save.title))

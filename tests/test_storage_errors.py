@@ -24,16 +24,18 @@ from mcp_harness import KBES
 
 from kbes import KnowledgeBaseStore, call_tool, open_store
 from kbes.cli import main
-from kbes.errors import KbesError
-from kbes.server import KbesMCP
+from kbes.domain.errors import KbesError
+from kbes.server.mcp_server import KbesMCP
+from kbes.store.sqlite import FeedApplicationRecorder
 
 
 def head(store: KnowledgeBaseStore) -> int:
-    return store.recorder.max_notification_id() or 0
+    return store.head()
 
 
 def pragma(store: KnowledgeBaseStore, *statements: str) -> None:
     """Run PRAGMAs on the store's writer connection, the one every write goes through."""
+    assert isinstance(store.recorder, FeedApplicationRecorder)
     with store.recorder.datastore.get_connection(commit=True) as connection:
         cursor = connection.cursor()
         for statement in statements:
@@ -42,6 +44,7 @@ def pragma(store: KnowledgeBaseStore, *statements: str) -> None:
 
 def fill(store: KnowledgeBaseStore) -> None:
     """The database may not grow by one page: SQLite answers SQLITE_FULL, as on a full disk."""
+    assert isinstance(store.recorder, FeedApplicationRecorder)
     with store.recorder.datastore.get_connection(commit=True) as connection:
         cursor = connection.cursor()
         cursor.execute("PRAGMA page_count")
@@ -54,7 +57,7 @@ def seeded(store: KnowledgeBaseStore, kb: str) -> dict[str, str]:
     article = str(store.add_article(kb, "VPN", "Connect to vpn.example.", publish=True))
     read = call_tool(store, "read_knowledge_article", {"knowledge_base_id": kb,
                                                        "article_id": article})  # fmt: skip
-    return {"kb": kb, "article": article, "version": read.updated_at}  # type: ignore[attr-defined]
+    return {"kb": kb, "article": article, "version": read.updated_at}
 
 
 def edit_arguments(seeded: dict[str, str], size: int = 200_000) -> dict[str, Any]:

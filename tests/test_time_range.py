@@ -13,11 +13,12 @@ import anyio
 import pytest
 from click.testing import CliRunner
 from mcp.client.client import Client
+from mcp_harness import text
 
 from kbes import KnowledgeBaseStore, call_tool
 from kbes.cli import main
-from kbes.errors import KbesError
-from kbes.server import KbesMCP
+from kbes.domain.errors import KbesError
+from kbes.server.mcp_server import KbesMCP
 from kbes.tools import HISTORY_TOOLS, TOOLS
 from kbes.tools.diff import DIFF_TOOL
 
@@ -30,7 +31,7 @@ def article(store: KnowledgeBaseStore, kb: str) -> str:
 
 
 def head(store: KnowledgeBaseStore) -> int:
-    return store.recorder.max_notification_id() or 0
+    return store.head()
 
 
 @pytest.mark.parametrize("when", OUT_OF_RANGE)
@@ -72,7 +73,7 @@ def test_over_mcp_it_is_invalid_argument_not_internal_error(
                 {"knowledge_base_id": kb, "article_id": article, "since_version": when},
             )
         assert edit.is_error and diff.is_error
-        return [json.loads(edit.content[0].text), json.loads(diff.content[0].text)]
+        return [json.loads(text(edit)), json.loads(text(diff))]
 
     edit, diff = anyio.run(session)
     assert (edit["code"], edit["field"]) == ("invalid_argument", "expected_version")

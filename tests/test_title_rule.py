@@ -13,10 +13,10 @@ from click.testing import CliRunner
 from tool_calls import call, fails
 
 from kbes import KnowledgeBaseStore
-from kbes.article import Article
 from kbes.cli import main
-from kbes.errors import InvalidArgument, KbesError
-from kbes.limits import LIMITS
+from kbes.domain.article import Article
+from kbes.domain.errors import InvalidArgument, KbesError
+from kbes.domain.limits import DEFAULT_LIMITS
 
 BAD_TITLES = [
     pytest.param("   ", id="blank"),
@@ -26,7 +26,7 @@ BAD_TITLES = [
     pytest.param("Ref\x00unds", id="nul"),
     pytest.param("Refunds \u202egnp.exe", id="rtl-override"),
     pytest.param("Refunds\u2028back", id="line-separator"),
-    pytest.param("x" * (LIMITS.title_chars + 1), id="too-long"),
+    pytest.param("x" * (DEFAULT_LIMITS.title_chars + 1), id="too-long"),
 ]
 
 
@@ -45,7 +45,8 @@ def test_the_aggregate_refuses_a_bad_title(title: str) -> None:
 
 
 @pytest.mark.parametrize(
-    "title", ["Réglages — ½", "emoji \U0001f469\u200d\U0001f4bb team", "x" * LIMITS.title_chars]
+    "title",
+    ["Réglages — ½", "emoji \U0001f469\u200d\U0001f4bb team", "x" * DEFAULT_LIMITS.title_chars],
 )
 def test_ordinary_titles_pass(title: str) -> None:
     from uuid import uuid4
@@ -59,7 +60,7 @@ def test_an_agent_title_is_invalid_argument_naming_title(
 ) -> None:
     article = str(store.add_article(kb, "Refunds", "Refunds take 7 days.", publish=True))
     version = call(store, "read_knowledge_article", knowledge_base_id=kb, article_id=article)
-    head = store.recorder.max_notification_id()
+    head = store.head()
     refused = fails(
         store,
         "edit_knowledge_article",
@@ -72,7 +73,7 @@ def test_an_agent_title_is_invalid_argument_naming_title(
     )
     assert refused["code"] == "invalid_argument"
     assert refused["field"] == "title"
-    assert store.recorder.max_notification_id() == head
+    assert store.head() == head
 
 
 @pytest.mark.parametrize("title", BAD_TITLES)

@@ -3,9 +3,12 @@ server (docs/tools.md), generated from the request structs."""
 
 from __future__ import annotations
 
-from kbes.tools import TOOLS
+import typing
+from typing import Any
 
-EXPECTED = {
+from kbes.tools import HISTORY_TOOLS, TOOLS, call_tool
+
+EXPECTED: dict[str, dict[str, Any]] = {
     "search_knowledge_base": {
         "required": ["knowledge_base_id", "query"],
         "limits": {
@@ -70,3 +73,16 @@ def test_output_schemas_describe_citations() -> None:
     out = TOOLS["read_knowledge_article"].output_schema()
     citation = out["$defs"]["Citation"]
     assert citation["required"] == ["knowledge_base_id", "article_id", "updated_at"]
+
+
+def test_call_tool_is_typed_for_each_tool_by_its_name() -> None:
+    """call_tool's overloads (what a caller's type checker sees) name every tool, each with
+    the result type the tool answers with, and nothing else but the catch-all."""
+    typed = {}
+    for signature in typing.get_overloads(call_tool):
+        hints = typing.get_type_hints(signature, localns={"KnowledgeBaseStore": object})
+        name, result = hints["name"], hints["return"]
+        if name is not str:
+            typed[typing.get_args(name)] = result
+    every_tool = [*TOOLS.values(), *HISTORY_TOOLS]
+    assert typed == {(tool.name,): tool.result for tool in every_tool}

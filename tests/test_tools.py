@@ -10,9 +10,9 @@ import pytest
 from tool_calls import call, fails
 
 from kbes import KnowledgeBaseStore, call_tool
-from kbes.clock import parse_timestamp
-from kbes.errors import KbesError
-from kbes.receipt import receipt_id
+from kbes.domain.clock import parse_timestamp
+from kbes.domain.errors import KbesError
+from kbes.domain.receipt import receipt_id
 
 
 @pytest.fixture
@@ -127,13 +127,13 @@ def test_edit_cas_replay_and_conflict(store, kb, articles) -> None:
         expected_version=read["updated_at"],
         idempotency_key="key-1",
     )
-    head = store.recorder.max_notification_id()
+    head = store.head()
     first = call(store, "edit_knowledge_article", **edit)
     assert first["replay"] is False and first["updated_at"] > read["updated_at"]
-    assert store.recorder.max_notification_id() == head + 2  # the Saved event and the receipt
+    assert store.head() == head + 2  # the Saved event and the receipt
     again = call(store, "edit_knowledge_article", **edit)
     assert again == {**first, "replay": True}
-    assert store.recorder.max_notification_id() == head + 2
+    assert store.head() == head + 2
     stale = fails(store, "edit_knowledge_article", **{**edit, "idempotency_key": "key-2"})
     assert stale["code"] == "version_conflict"
     assert stale["current_version"] == first["updated_at"]
@@ -149,7 +149,7 @@ def test_an_edit_that_changes_nothing_keeps_the_version(store, kb, articles) -> 
     read = call(store, "read_knowledge_article", knowledge_base_id=kb, article_id=articles["reset"])
     feed = {"resource_type": "knowledge_base", "resource_id": kb}
     cursor = call(store, "poll_resource_events", **feed)["next_sequence"]
-    head = store.recorder.max_notification_id()
+    head = store.head()
     same = dict(
         knowledge_base_id=kb,
         article_id=articles["reset"],
@@ -161,13 +161,13 @@ def test_an_edit_that_changes_nothing_keeps_the_version(store, kb, articles) -> 
         result = call(store, "edit_knowledge_article", **request)
         assert result["replay"] is False
         assert result["updated_at"] == read["updated_at"] == result["citation"]["updated_at"]
-    assert store.recorder.max_notification_id() == head + 2  # two receipts, no article event
+    assert store.head() == head + 2  # two receipts, no article event
     assert call(store, "poll_resource_events", **feed, after_sequence=cursor)["events"] == []
     again = call(store, "edit_knowledge_article", **same)
     assert (again["replay"], again["updated_at"]) == (True, read["updated_at"])
     reused = fails(store, "edit_knowledge_article", **{**same, "content": "Changed after all."})
     assert reused["code"] == "idempotency_key_reused"
-    assert store.recorder.max_notification_id() == head + 2
+    assert store.head() == head + 2
     # A changed title alone is a change: one Retitled event.
     retitled = call(store, "edit_knowledge_article", **{**same, "title": "Reset it",
                                                         "idempotency_key": "retitle"})  # fmt: skip
@@ -245,7 +245,7 @@ def test_poll_pages_and_cursor_skips_other_knowledge_bases(store, kb, articles) 
     page = call(store, "poll_resource_events", resource_type="knowledge_base", resource_id=kb)
     assert [e["type"] for e in page["events"]] == ["published", "published"]
     assert page["has_more"] is False
-    assert page["next_sequence"] == store.recorder.max_notification_id()
+    assert page["next_sequence"] == store.head()
     later = call(
         store,
         "poll_resource_events",
@@ -326,7 +326,7 @@ def test_an_id_of_another_kind_of_aggregate_is_not_found(store, kb, articles) ->
     edit = {"content": "x", "expected_version": version["updated_at"], "idempotency_key": "k1"}
     call(store, "edit_knowledge_article", knowledge_base_id=kb, article_id=reset, **edit)
     receipt = str(receipt_id(uuid.UUID(kb), "k1"))  # the EditReceipt aggregate that edit wrote
-    head = store.recorder.max_notification_id()
+    head = store.head()
     for wrong in (kb, receipt):
         for name, arguments in [
             ("read_knowledge_article", {"knowledge_base_id": kb, "article_id": wrong}),
@@ -339,7 +339,7 @@ def test_an_id_of_another_kind_of_aggregate_is_not_found(store, kb, articles) ->
             ("poll_resource_events", {"resource_type": "knowledge_base", "resource_id": reset}),
         ]:
             assert fails(store, name, **arguments)["code"] == "not_found", name
-    assert store.recorder.max_notification_id() == head  # nothing written
+    assert store.head() == head  # nothing written
 
 
 GOOD_EDIT = {
@@ -408,9 +408,9 @@ def test_bad_input_is_invalid_argument_naming_the_field(
         args["article_id"] = articles["reset"]
     if name == "read_knowledge_article":
         args.pop("article_id", None)
-    head = store.recorder.max_notification_id()
+    head = store.head()
     error = fails(store, name, **args)
     assert error["code"] == "invalid_argument"
     assert error["field"] == field
     assert field in error["message"]
-    assert store.recorder.max_notification_id() == head
+    assert store.head() == head

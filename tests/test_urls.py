@@ -5,7 +5,7 @@ from __future__ import annotations
 from click.testing import CliRunner
 
 from kbes.cli import main
-from kbes.urls import redact
+from kbes.store.urls import redact
 
 
 def test_redact() -> None:

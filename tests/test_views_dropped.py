@@ -15,7 +15,7 @@ from typing import Any
 
 import anyio
 import pytest
-from mcp_harness import KBES, Seed, seed, stdio_client
+from mcp_harness import KBES, Seed, seed, stdio_client, text
 
 DAMAGE = {
     "view_articles": "DROP TABLE view_articles",
@@ -66,7 +66,7 @@ def test_a_running_server_recovers_from_dropped_views(tmp_path: Path, damage: st
 
             async def call(name: str, **arguments: Any) -> dict[str, Any]:
                 result = await client.call_tool(name, arguments)
-                answer: dict[str, Any] = json.loads(result.content[0].text)
+                answer: dict[str, Any] = json.loads(text(result))
                 answers.append((name, answer))
                 return answer
 
@@ -107,6 +107,6 @@ def test_a_fresh_process_answers_from_rebuilt_views(tmp_path: Path, damage: str)
             capture_output=True, text=True, timeout=60, check=False,
         )  # fmt: skip
         assert "Traceback" not in done.stderr, done.stderr
-        return json.loads(done.stdout)  # type: ignore[no-any-return]
+        return json.loads(done.stdout)
 
     expect_answers(world, answer, "Password policy", article)

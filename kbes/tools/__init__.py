@@ -5,20 +5,27 @@ beneath it speaks only in domain terms."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal, cast, overload
 
 from kbes.tools.diff import DIFF_TOOL
 from kbes.tools.edit import EDIT_TOOL
 from kbes.tools.grants import Grants, admit
-from kbes.tools.messages import GRANTS_HINT
 from kbes.tools.poll import POLL_TOOL
 from kbes.tools.read import READ_TOOL
+from kbes.tools.refusals import GRANTS_HINT
 from kbes.tools.search import SEARCH_TOOL
-from kbes.tools.tool import READ_ONLY, WRITE, Tool, inline_schema
-from kbes.tools.wire import Wire
+from kbes.tools.tool import READ_ONLY, WRITE, Admitted, Tool, inline_schema
+from kbes.tools.wire import (
+    ArticleResult,
+    DiffResult,
+    EditResult,
+    PollResult,
+    SearchResult,
+    Wire,
+)
 
 if TYPE_CHECKING:
-    from kbes.application import KnowledgeBaseStore
+    from kbes.store.application import KnowledgeBaseStore
 
 TOOLS: dict[str, Tool] = {
     tool.name: tool for tool in (SEARCH_TOOL, READ_TOOL, EDIT_TOOL, POLL_TOOL)
@@ -31,17 +38,64 @@ HISTORY_TOOLS: list[Tool] = [DIFF_TOOL]
 _EVERY_TOOL: dict[str, Tool] = {**TOOLS, **{tool.name: tool for tool in HISTORY_TOOLS}}
 
 
+Arguments = dict[str, Any] | bytes | str | None
+"""A tool's raw arguments: decoded JSON, or JSON text."""
+
+
+# One overload per tool, so a caller's type checker knows each answer's type (a test keeps
+# them in step with the tools' names and result types).
+@overload
+def call_tool(
+    store: KnowledgeBaseStore,
+    name: Literal["search_knowledge_base"],
+    arguments: Arguments,
+    grants: Grants = None,
+) -> SearchResult: ...
+@overload
+def call_tool(
+    store: KnowledgeBaseStore,
+    name: Literal["read_knowledge_article"],
+    arguments: Arguments,
+    grants: Grants = None,
+) -> ArticleResult: ...
+@overload
+def call_tool(
+    store: KnowledgeBaseStore,
+    name: Literal["edit_knowledge_article"],
+    arguments: Arguments,
+    grants: Grants = None,
+) -> EditResult: ...
+@overload
+def call_tool(
+    store: KnowledgeBaseStore,
+    name: Literal["poll_resource_events"],
+    arguments: Arguments,
+    grants: Grants = None,
+) -> PollResult: ...
+@overload
+def call_tool(
+    store: KnowledgeBaseStore,
+    name: Literal["diff_knowledge_article"],
+    arguments: Arguments,
+    grants: Grants = None,
+) -> DiffResult: ...
+@overload
+def call_tool(
+    store: KnowledgeBaseStore, name: str, arguments: Arguments, grants: Grants = None
+) -> Wire: ...
 def call_tool(
     store: KnowledgeBaseStore,
     name: str,
-    arguments: dict[str, Any] | bytes | str | None,
+    arguments: Arguments,
     grants: Grants = None,
 ) -> Wire:
     """Validate `arguments`, admit them past `grants`, and run the tool (any of the five).
     Raises a `KbesError` (with a stable code) for bad arguments and for every refusal; raises
     KeyError for an unknown tool name."""
-    tool = _EVERY_TOOL[name]
-    return tool.run(store, tool.parse(arguments), grants)
+    answer = _EVERY_TOOL[name].admit(arguments, grants, store.limits).answer(store)
+    # The five tools all answer with wire types; `Tool.answer` is typed for any struct, as
+    # a server may serve other tools.
+    return cast(Wire, answer)
 
 
 __all__ = [
@@ -50,6 +104,7 @@ __all__ = [
     "READ_ONLY",
     "TOOLS",
     "WRITE",
+    "Admitted",
     "Grants",
     "Tool",
     "admit",

@@ -8,12 +8,17 @@ from __future__ import annotations
 
 from uuid import UUID
 
-from kbes.application import KnowledgeBaseStore
-from kbes.clock import format_timestamp
-from kbes.errors import Gone, InvalidVersion, KnowledgeBaseNotFound, NotFound
-from kbes.history import History, StoreSource, unified_diff
-from kbes.ids import parse_id
-from kbes.tools.messages import no_article, no_knowledge_base, no_longer_an_answer
+from kbes.domain.clock import format_timestamp
+from kbes.domain.errors import KnowledgeBaseNotFound
+from kbes.domain.ids import parse_id
+from kbes.log.history import History, StoreSource, unified_diff
+from kbes.store.application import KnowledgeBaseStore
+from kbes.tools.refusals import (
+    never_published_at,
+    no_article,
+    no_knowledge_base,
+    no_longer_an_answer,
+)
 from kbes.tools.tool import READ_ONLY, Tool
 from kbes.tools.wire import ArticleChange, DiffRequest, DiffResult, cite
 
@@ -25,7 +30,7 @@ def diff_article(store: KnowledgeBaseStore, request: DiffRequest, kb: UUID) -> D
     try:
         store.require_knowledge_base(kb)
     except KnowledgeBaseNotFound:
-        raise NotFound(no_knowledge_base(request.knowledge_base_id)) from None
+        raise no_knowledge_base(request.knowledge_base_id) from None
     history = History(StoreSource(store))
     article_id = parse_id(request.article_id)
     article = None if article_id is None else history.history(article_id)
@@ -34,24 +39,16 @@ def diff_article(store: KnowledgeBaseStore, request: DiffRequest, kb: UUID) -> D
         or article.knowledge_base_id != kb
         or not any(v.type == "published" for v in article.versions)
     ):
-        raise NotFound(no_article(request.article_id))
+        raise no_article(request.article_id)
     since = format_timestamp(request.since_version)
     cited = article.at(request.since_version)
     old = None if cited is None else history.state(article, cited)
     if cited is None or old is None or not old.published:
-        raise InvalidVersion(
-            f"article {request.article_id} never had a published version at {since}, so no "
-            "read could have cited it; check since_version against the citation's updated_at, "
-            "or read the article again",
-            since_version=since,
-        )
+        raise never_published_at(request.article_id, since)
     latest = article.versions[-1]
     new = history.state(article, latest)
     if not new.published:
-        raise Gone(
-            no_longer_an_answer(request.article_id, latest.updated_at),
-            unpublished_at=latest.updated_at,
-        )
+        raise no_longer_an_answer(request.article_id, latest.updated_at)
     # Exactly the events a poll reported after the cited version: saves made while the
     # article was unpublished stay hidden here as they are in the feed.
     changes = [

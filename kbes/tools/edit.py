@@ -7,20 +7,17 @@ from uuid import UUID
 
 from msgspec import UNSET
 
-from kbes.application import KnowledgeBaseStore
-from kbes.clock import format_timestamp
-from kbes.errors import (
+from kbes.domain.clock import format_timestamp
+from kbes.domain.errors import (
     ArticleChanged,
     ArticleNotFound,
     ArticleUnpublished,
-    Gone,
-    IdempotencyKeyReused,
     KeyReused,
     KnowledgeBaseNotFound,
-    VersionConflict,
 )
-from kbes.results import Edited
-from kbes.tools.messages import not_found
+from kbes.store.application import KnowledgeBaseStore
+from kbes.store.results import Edited
+from kbes.tools.refusals import key_reused, not_editable, not_found, version_conflict
 from kbes.tools.tool import WRITE, Tool
 from kbes.tools.wire import EditRequest, EditResult, cite
 
@@ -33,30 +30,16 @@ def edit(store: KnowledgeBaseStore, request: EditRequest, kb: UUID) -> EditResul
             request.content,
             expected_version=request.expected_version,
             idempotency_key=request.idempotency_key,
-            title=None if request.title is UNSET else request.title,  # type: ignore[arg-type]
+            title=None if request.title is UNSET else request.title,
         )
     except (KnowledgeBaseNotFound, ArticleNotFound) as e:
         raise not_found(e, request.knowledge_base_id, request.article_id) from None
     except ArticleUnpublished as e:
-        raise Gone(
-            f"article {request.article_id} was unpublished at {e.unpublished_at}; "
-            "it cannot be edited through this tool",
-            unpublished_at=e.unpublished_at,
-        ) from None
+        raise not_editable(request.article_id, e.unpublished_at) from None
     except ArticleChanged as e:
-        raise VersionConflict(
-            f"article {e.article_id} changed since {e.expected_version}: its current version "
-            f"is {e.current_version}. Read it again, re-apply your change to the current "
-            "content, and edit with the new version.",
-            current_version=e.current_version,
-            expected_version=e.expected_version,
-        ) from None
+        raise version_conflict(e) from None
     except KeyReused as e:
-        raise IdempotencyKeyReused(
-            f"idempotency_key {e.idempotency_key!r} was already used for a different edit "
-            f"(article {e.article_id}); use a new key for a new change",
-            field="idempotency_key",
-        ) from None
+        raise key_reused(e) from None
     return edit_result(edited)
 
 

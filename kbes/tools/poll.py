@@ -5,15 +5,13 @@ from __future__ import annotations
 
 from uuid import UUID
 
-from kbes.application import KnowledgeBaseStore
-from kbes.errors import (
-    InvalidArgument,
-    KnowledgeBaseNotFound,
-    NotFound,
-    UnsupportedResourceType,
+from kbes.domain.errors import KnowledgeBaseNotFound
+from kbes.store.application import KnowledgeBaseStore
+from kbes.tools.refusals import (
+    no_knowledge_base,
+    past_the_head,
+    unsupported_resource_type,
 )
-from kbes.feed import resume_point
-from kbes.tools.messages import no_knowledge_base
 from kbes.tools.tool import READ_ONLY, Tool
 from kbes.tools.wire import PollRequest, PollResult, ResourceEvent
 
@@ -24,11 +22,7 @@ def resource(request: PollRequest) -> str:
     """The knowledge base polled: what `resource_id` names depends on `resource_type`, so an
     unsupported type is refused before the id is read."""
     if request.resource_type not in SUPPORTED_RESOURCE_TYPES:
-        raise UnsupportedResourceType(
-            f"resource_type {request.resource_type!r} is not served here; "
-            f"supported: {', '.join(SUPPORTED_RESOURCE_TYPES)}",
-            supported=list(SUPPORTED_RESOURCE_TYPES),
-        )
+        raise unsupported_resource_type(request.resource_type, SUPPORTED_RESOURCE_TYPES)
     return request.resource_id
 
 
@@ -36,26 +30,21 @@ def poll(store: KnowledgeBaseStore, request: PollRequest, kb: UUID) -> PollResul
     try:
         store.require_knowledge_base(kb)
     except KnowledgeBaseNotFound:
-        raise NotFound(no_knowledge_base(request.resource_id)) from None
-    events, head = store.feed_page(kb, request.after_sequence, request.limit)
-    if request.after_sequence > head:
+        raise no_knowledge_base(request.resource_id) from None
+    page = store.feed_page(kb, request.after_sequence, request.limit)
+    if request.after_sequence > page.head:
         # No sequence past the head was ever returned: a garbled or foreign cursor, which
         # echoed back would hide every event until the log grew that far.
-        raise InvalidArgument(
-            f"after_sequence {request.after_sequence} is past the end of the log (its last "
-            f"sequence is {head}); resume from a next_sequence this tool returned, or from 0",
-            field="after_sequence",
-        )
-    next_sequence, has_more = resume_point(events, head, request.limit)
+        raise past_the_head(request.after_sequence, page.head)
     return PollResult(
         resource_type=request.resource_type,
         resource_id=str(kb),
         events=[
             ResourceEvent(sequence=sequence, type=kind, article_id=article, updated_at=stamp)
-            for sequence, kind, article, stamp in events
+            for sequence, kind, article, stamp in page.events
         ],
-        next_sequence=next_sequence,
-        has_more=has_more,
+        next_sequence=page.next_sequence,
+        has_more=page.has_more,
     )
 
 

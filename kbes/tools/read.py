@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from uuid import UUID
 
-from kbes.application import KnowledgeBaseStore
-from kbes.errors import ArticleNotFound, ArticleUnpublished, Gone, KnowledgeBaseNotFound
-from kbes.tools.messages import no_longer_an_answer, not_found
+from kbes.domain.errors import ArticleNotFound, ArticleUnpublished, KnowledgeBaseNotFound
+from kbes.store.application import KnowledgeBaseStore
+from kbes.tools.refusals import no_longer_an_answer, not_found
 from kbes.tools.tool import READ_ONLY, Tool
 from kbes.tools.wire import ArticleResult, ReadRequest, cite
 
@@ -17,10 +17,7 @@ def read(store: KnowledgeBaseStore, request: ReadRequest, kb: UUID) -> ArticleRe
     except (KnowledgeBaseNotFound, ArticleNotFound) as e:
         raise not_found(e, request.knowledge_base_id, request.article_id) from None
     except ArticleUnpublished as e:
-        raise Gone(
-            no_longer_an_answer(request.article_id, e.unpublished_at),
-            unpublished_at=e.unpublished_at,
-        ) from None
+        raise no_longer_an_answer(request.article_id, e.unpublished_at) from None
     kb_text = str(kb)
     return ArticleResult(
         knowledge_base_id=kb_text,

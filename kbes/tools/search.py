@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from uuid import UUID
 
-from kbes.application import KnowledgeBaseStore
-from kbes.errors import KnowledgeBaseNotFound, NotFound
-from kbes.tools.messages import no_knowledge_base
+from kbes.domain.errors import KnowledgeBaseNotFound
+from kbes.store.application import KnowledgeBaseStore
+from kbes.tools.refusals import no_knowledge_base
 from kbes.tools.tool import READ_ONLY, Tool
 from kbes.tools.wire import SearchHit, SearchRequest, SearchResult, cite
 
@@ -15,7 +15,7 @@ def search(store: KnowledgeBaseStore, request: SearchRequest, kb: UUID) -> Searc
     try:
         hits = store.search(kb, request.query, request.limit)
     except KnowledgeBaseNotFound:
-        raise NotFound(no_knowledge_base(request.knowledge_base_id)) from None
+        raise no_knowledge_base(request.knowledge_base_id) from None
     kb_text = str(kb)
     return SearchResult(
         knowledge_base_id=kb_text,

@@ -1,22 +1,27 @@
 """What one agent tool is: its name and words for the model, its wire types, its annotations,
-and the function that answers it once the caller's grants have admitted the request."""
+and the function that answers it once the caller's grants have admitted the request.
+
+A call has two steps, so a server can put the user's approval between them: `Tool.admit`
+parses the arguments and checks the grants (nothing is read or written yet), and the
+`Admitted` call it returns `answer`s. `Tool.run` and `kbes.tools.call_tool` take both at once."""
 
 from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 from uuid import UUID
 
 import msgspec
 
-from kbes.errors import InvalidArgument, invalid_argument
-from kbes.limits import encodes
+from kbes.domain.errors import InvalidArgument
+from kbes.domain.limits import DEFAULT_LIMITS, Limits, encodes
 from kbes.tools.grants import Grants, admit
-from kbes.tools.wire import NOT_UNICODE, Request, Wire
+from kbes.tools.refusals import invalid_argument, not_unicode
+from kbes.tools.wire import Request
 
 if TYPE_CHECKING:
-    from kbes.application import KnowledgeBaseStore
+    from kbes.store.application import KnowledgeBaseStore
 
 READ_ONLY = {
     "readOnlyHint": True,
@@ -31,9 +36,16 @@ WRITE = {
 }
 
 
-def knowledge_base_of(request: Any) -> str:
+class NamesKnowledgeBase(Protocol):
+    """A request with a `knowledge_base_id` field, as all but the poll's have."""
+
+    @property
+    def knowledge_base_id(self) -> str: ...
+
+
+def knowledge_base_of(request: NamesKnowledgeBase) -> str:
     """The knowledge base a request names, as the caller wrote it."""
-    return request.knowledge_base_id  # type: ignore[no-any-return]
+    return request.knowledge_base_id
 
 
 @dataclass(frozen=True)
@@ -45,47 +57,92 @@ class Tool:
     name: str
     title: str
     description: str
-    request: type[Request]
-    result: type[Wire]
+    request: type[msgspec.Struct]
+    result: type[msgspec.Struct]
     annotations: dict[str, bool]
-    answer: Callable[[KnowledgeBaseStore, Any, UUID], Wire] = field(repr=False)
+    answer: Callable[[KnowledgeBaseStore, Any, UUID], msgspec.Struct] = field(repr=False)
     scope: Callable[[Any], str] = field(default=knowledge_base_of, repr=False)
 
-    def input_schema(self) -> dict[str, Any]:
-        return inline_schema(self.request)
+    def request_type(self, limits: Limits = DEFAULT_LIMITS) -> type[msgspec.Struct]:
+        """The request struct as a store with `limits` (its `store.limits`) takes it; an extra
+        tool's own struct, not a `Request`, is taken as it is."""
+        if issubclass(self.request, Request):
+            return self.request.under(limits)
+        return self.request
+
+    def input_schema(self, limits: Limits = DEFAULT_LIMITS) -> dict[str, Any]:
+        """The schema of the arguments, as a store with `limits` takes them."""
+        return inline_schema(self.request_type(limits))
 
     def output_schema(self) -> dict[str, Any]:
         return inline_schema(self.result)
 
-    def parse(self, arguments: dict[str, Any] | bytes | str | None) -> Request:
-        """Validate raw arguments against the request struct; `invalid_argument` otherwise."""
+    def parse(
+        self, arguments: dict[str, Any] | bytes | str | None, limits: Limits = DEFAULT_LIMITS
+    ) -> msgspec.Struct:
+        """Validate raw arguments against the request struct, under the `limits` of the store
+        that will answer (`store.limits`); `invalid_argument` otherwise."""
+        request = self.request_type(limits)
         try:
             if isinstance(arguments, bytes | str):
-                return msgspec.json.decode(arguments, type=self.request)
-            return msgspec.convert(arguments or {}, self.request)
+                return msgspec.json.decode(arguments, type=request)
+            return msgspec.convert(arguments or {}, request)
         except (msgspec.ValidationError, msgspec.DecodeError) as e:
             raise invalid_argument(e) from None
         except UnicodeEncodeError:
             # msgspec encodes a string to UTF-8 to parse it as a date-time, and a lone
             # surrogate ("\ud800", which JSON can escape) has no UTF-8 form.
-            raise not_unicode(arguments) from None
+            raise lone_surrogate(arguments) from None
 
-    def admit(self, request: Any, grants: Grants) -> UUID:
-        """The knowledge base the request may touch; `not_found` if the grants do not admit
-        it. The one grant check: a server calls it before asking the user to approve a write,
-        so an ungranted id is refused without asking."""
-        return admit(self.scope(request), grants)
+    @property
+    def writes(self) -> bool:
+        """Whether the tool may write (it is not annotated read-only): a server asks the user
+        to approve each such call."""
+        return self.annotations.get("readOnlyHint") is not True
 
-    def run(self, store: KnowledgeBaseStore, request: Any, grants: Grants) -> Wire:
+    def admit(
+        self,
+        arguments: dict[str, Any] | bytes | str | None,
+        grants: Grants,
+        limits: Limits = DEFAULT_LIMITS,
+    ) -> Admitted:
+        """The first step of a call: parse the arguments (under the answering store's
+        `limits`) and check them against the grants (`invalid_argument`, or `not_found` for a
+        knowledge base they do not admit). A server asks the user to approve a write only
+        after it, so bad or ungranted input is refused without asking."""
+        return self.admitted(self.parse(arguments, limits), grants)
+
+    def admitted(self, request: Any, grants: Grants) -> Admitted:
+        """A parsed request past the one grant check."""
+        return Admitted(self, request, admit(self.scope(request), grants))
+
+    def run(self, store: KnowledgeBaseStore, request: Any, grants: Grants) -> msgspec.Struct:
         """Admit the parsed request, then answer it."""
-        return self.answer(store, request, self.admit(request, grants))
+        return self.admitted(request, grants).answer(store)
 
 
-def not_unicode(arguments: Any) -> InvalidArgument:
+@dataclass(frozen=True)
+class Admitted:
+    """A call the grants admitted to `knowledge_base`, not yet answered: the step where a
+    server asks the user to approve a write (`writes`), with `request` to show them."""
+
+    tool: Tool
+    request: Any
+    knowledge_base: UUID
+
+    @property
+    def writes(self) -> bool:
+        return self.tool.writes
+
+    def answer(self, store: KnowledgeBaseStore) -> msgspec.Struct:
+        """The second step: run the tool on the store (raising its `KbesError` refusals)."""
+        return self.tool.answer(store, self.request, self.knowledge_base)
+
+
+def lone_surrogate(arguments: Any) -> InvalidArgument:
     """`invalid_argument` naming the first field whose text holds a lone surrogate."""
     fields = arguments.items() if isinstance(arguments, dict) else []
-    field = next((k for k, v in fields if isinstance(v, str) and not encodes(v)), None)
-    return InvalidArgument(NOT_UNICODE + (f" - at `$.{field}`" if field else ""), field=field)
+    return not_unicode(next((k for k, v in fields if isinstance(v, str) and not encodes(v)), None))
 
 
 def inline_schema(struct: type[msgspec.Struct]) -> dict[str, Any]:

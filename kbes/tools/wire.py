@@ -1,44 +1,50 @@
 """What agents send and receive, for all five tools. Requests forbid unknown fields; the tools'
 JSON input schemas are generated from these structs, so the advertised contract and the enforced
-one are one."""
+one are one. The edit request carries the store's limits: `EditRequest` the defaults, and
+`edit_request(limits)` the same struct under a store's own (`Request.under`)."""
 
 from __future__ import annotations
 
+import functools
 from datetime import datetime
-from typing import Annotated, ClassVar
+from typing import Annotated, Any, ClassVar, cast
 
 import msgspec
 from msgspec import UNSET, Meta, UnsetType
 
-from kbes.clock import to_utc
-from kbes.limits import (
-    LIMITS,
+from kbes.domain.clock import to_utc
+from kbes.domain.limits import (
+    DEFAULT_LIMITS,
+    Limits,
     content_problem,
     encodes,
     idempotency_key_problem,
     title_problem,
 )
+from kbes.tools.refusals import NOT_UNICODE, problem
 
 MAX_SEQUENCE = 2**63 - 1
 """The largest notification id SQLite and PostgreSQL can store (a signed 64-bit integer)."""
 
 
-NOT_UNICODE = (
-    "Expected text, got a lone surrogate (an escape such as \\ud800 alone), which is not "
-    "Unicode text"
-)
-
-
 class Wire(msgspec.Struct, kw_only=True, frozen=True):
-    """Base of every wire type."""
+    """Base of every wire type. Each subclass says `kw_only=True, frozen=True` again: msgspec
+    applies `kw_only` only to the fields of the class that says it, and type checkers
+    (`dataclass_transform`) take a subclass that does not say `frozen` for a mutable one."""
 
 
-class Request(Wire, forbid_unknown_fields=True):
+class Request(Wire, kw_only=True, frozen=True, forbid_unknown_fields=True):
     """Base of tool requests: an unknown argument is an error, not silently ignored."""
 
     stored_text: ClassVar[tuple[str, ...]] = ()
     """Text fields a write stores, which must be Unicode text (ids and queries that are not
     simply find nothing, and their errors echo them escaped)."""
+
+    @classmethod
+    def under(cls, limits: Limits) -> type[Request]:
+        """This request as a store with `limits` parses and advertises it: itself, for a
+        request whose fields no limit bounds."""
+        return cls
 
     def __post_init__(self) -> None:
         """A time that parses but has no UTC instant (`0001-01-01T00:00:00+05:30`) is refused
@@ -78,7 +84,7 @@ Timestamp = Annotated[
 ]
 
 
-class SearchRequest(Request):
+class SearchRequest(Request, kw_only=True, frozen=True):
     knowledge_base_id: KnowledgeBaseId
     query: Annotated[
         str,
@@ -91,24 +97,51 @@ class SearchRequest(Request):
     limit: Annotated[int, Meta(ge=1, le=20, description="Most hits to return.")] = 10
 
 
-class ReadRequest(Request):
+class ReadRequest(Request, kw_only=True, frozen=True):
     knowledge_base_id: KnowledgeBaseId
     article_id: ArticleId
 
 
-class EditRequest(Request):
-    stored_text: ClassVar[tuple[str, ...]] = ("content", "title", "idempotency_key")
-
-    knowledge_base_id: KnowledgeBaseId
-    article_id: ArticleId
-    content: Annotated[
-        str,
-        Meta(
-            min_length=1,
-            max_length=LIMITS.content_chars,
-            description="The whole new content of the article (it replaces the old content).",
+Content = Annotated[
+    str,
+    Meta(
+        min_length=1,
+        description="The whole new content of the article (it replaces the old content).",
+    ),
+]
+"""An edit's content, without its limit (`max_length`: the store's `content_chars`)."""
+IdempotencyKey = Annotated[
+    str,
+    Meta(
+        min_length=1,
+        description=(
+            "A key unique to this intended change; retrying with the same key "
+            "never writes twice and returns the first result."
         ),
-    ]
+    ),
+]
+"""An edit's idempotency key, without its limit (the store's `idempotency_key_chars`)."""
+Title = Annotated[
+    str,
+    Meta(
+        min_length=1,
+        description=(
+            "New title, one line of visible text (no control or format characters); "
+            "omit to keep it."
+        ),
+    ),
+]
+"""An edit's new title, without its limit (the store's `title_chars`)."""
+
+
+class EditRequest(Request, kw_only=True, frozen=True):
+    stored_text: ClassVar[tuple[str, ...]] = ("content", "title", "idempotency_key")
+    limits: ClassVar[Limits] = DEFAULT_LIMITS
+    """The limits the fields carry (`edit_request` builds the struct for others)."""
+
+    knowledge_base_id: KnowledgeBaseId
+    article_id: ArticleId
+    content: Annotated[Content, Meta(max_length=DEFAULT_LIMITS.content_chars)]
     expected_version: Annotated[
         datetime,
         Meta(
@@ -120,47 +153,64 @@ class EditRequest(Request):
         ),
     ]
     idempotency_key: Annotated[
-        str,
-        Meta(
-            min_length=1,
-            max_length=LIMITS.idempotency_key_chars,
-            description=(
-                "A key unique to this intended change; retrying with the same key "
-                "never writes twice and returns the first result."
-            ),
-        ),
+        IdempotencyKey, Meta(max_length=DEFAULT_LIMITS.idempotency_key_chars)
     ]
-    title: (
-        Annotated[
-            str,
-            Meta(
-                min_length=1,
-                max_length=LIMITS.title_chars,
-                description=(
-                    "New title, one line of visible text (no control or format characters); "
-                    "omit to keep it."
-                ),
-            ),
-        ]
-        | UnsetType
-    ) = UNSET
+    title: Annotated[Title, Meta(max_length=DEFAULT_LIMITS.title_chars)] | UnsetType = UNSET
+
+    @classmethod
+    def under(cls, limits: Limits) -> type[EditRequest]:
+        return edit_request(limits)
 
     def __post_init__(self) -> None:
-        """The domain's title rule and limits (`kbes.limits`), checked while parsing, so a
+        """The domain's title rule and limits (`kbes.domain.limits`), checked while parsing, so a
         refused edit is `invalid_argument` naming the field before the user is asked to
         approve it; the aggregate checks the same again for every other door."""
         super().__post_init__()
+        limits = self.limits
         problems = {
-            "title": None if self.title is UNSET else title_problem(self.title),
-            "content": content_problem(self.content),
-            "idempotency_key": idempotency_key_problem(self.idempotency_key),
+            "title": None if self.title is UNSET else title_problem(self.title, limits),
+            "content": content_problem(self.content, limits),
+            "idempotency_key": idempotency_key_problem(self.idempotency_key, limits),
         }
-        for name, problem in problems.items():
-            if problem is not None:
-                raise ValueError(f"{problem} - at `$.{name}`")
+        for name, fact in problems.items():
+            if fact is not None:
+                raise ValueError(f"{problem(fact)} - at `$.{name}`")
 
 
-class PollRequest(Request):
+@functools.cache
+def edit_request(limits: Limits) -> type[EditRequest]:
+    """The edit request of a store with `limits`: `EditRequest` under the defaults, else a
+    subclass built once per limits, whose fields and schema carry them."""
+    if limits == DEFAULT_LIMITS:
+        return EditRequest
+    return limited_edit_request(limits)
+
+
+def limited_edit_request(limits: Limits) -> type[EditRequest]:
+    """`EditRequest` with its limited fields bounded by `limits` instead; every field is
+    declared again, in `EditRequest`'s order, so the schema lists them alike."""
+    limited: dict[str, Any] = {
+        "content": Annotated[Content, Meta(max_length=limits.content_chars)],
+        "idempotency_key": Annotated[IdempotencyKey, Meta(max_length=limits.idempotency_key_chars)],
+        "title": Annotated[Title, Meta(max_length=limits.title_chars)] | UnsetType,
+    }
+    fields: list[Any] = []
+    for field in msgspec.structs.fields(EditRequest):
+        kind = limited.get(field.name, field.type)
+        fields.append((field.name, kind) if field.required else (field.name, kind, field.default))
+    struct = msgspec.defstruct(
+        EditRequest.__name__,
+        fields,
+        bases=(EditRequest,),
+        module=__name__,
+        namespace={"limits": limits},
+        kw_only=True,
+    )
+    # defstruct is typed to return type[Struct], whatever its bases.
+    return cast(type[EditRequest], struct)
+
+
+class PollRequest(Request, kw_only=True, frozen=True):
     resource_type: Annotated[
         str,
         Meta(
@@ -183,7 +233,7 @@ class PollRequest(Request):
     limit: Annotated[int, Meta(ge=1, le=100, description="Most events to return.")] = 100
 
 
-class Citation(Wire):
+class Citation(Wire, kw_only=True, frozen=True):
     """A version stamp: which article, in which knowledge base, as of which update."""
 
     knowledge_base_id: str
@@ -199,7 +249,7 @@ def cite(knowledge_base_id: str, article_id: str, updated_at: str) -> Citation:
     )
 
 
-class SearchHit(Wire):
+class SearchHit(Wire, kw_only=True, frozen=True):
     article_id: str
     title: str
     snippet: str
@@ -207,13 +257,13 @@ class SearchHit(Wire):
     citation: Citation
 
 
-class SearchResult(Wire):
+class SearchResult(Wire, kw_only=True, frozen=True):
     knowledge_base_id: str
     query: str
     hits: list[SearchHit]
 
 
-class ArticleResult(Wire):
+class ArticleResult(Wire, kw_only=True, frozen=True):
     knowledge_base_id: str
     article_id: str
     title: str
@@ -222,7 +272,7 @@ class ArticleResult(Wire):
     citation: Citation
 
 
-class EditResult(Wire):
+class EditResult(Wire, kw_only=True, frozen=True):
     knowledge_base_id: str
     article_id: str
     title: str
@@ -231,14 +281,14 @@ class EditResult(Wire):
     replay: bool
 
 
-class ResourceEvent(Wire):
+class ResourceEvent(Wire, kw_only=True, frozen=True):
     sequence: int
     type: str
     article_id: str
     updated_at: Timestamp
 
 
-class PollResult(Wire):
+class PollResult(Wire, kw_only=True, frozen=True):
     resource_type: str
     resource_id: str
     events: list[ResourceEvent]
@@ -250,7 +300,7 @@ class PollResult(Wire):
     ]
 
 
-class DiffRequest(Request):
+class DiffRequest(Request, kw_only=True, frozen=True):
     knowledge_base_id: KnowledgeBaseId
     article_id: ArticleId
     since_version: Annotated[
@@ -265,7 +315,7 @@ class DiffRequest(Request):
     ]
 
 
-class ArticleChange(Wire):
+class ArticleChange(Wire, kw_only=True, frozen=True):
     """One event on the article since the cited version."""
 
     sequence: int
@@ -273,7 +323,7 @@ class ArticleChange(Wire):
     updated_at: Timestamp
 
 
-class DiffResult(Wire):
+class DiffResult(Wire, kw_only=True, frozen=True):
     knowledge_base_id: str
     article_id: str
     since_version: Timestamp

@@ -27,7 +27,7 @@ def kbes_editor(store: KnowledgeBaseStore, kb: str, article: str, tag: str) -> t
     the article's current version to start from."""
 
     def edit(i: int, version: str) -> str:
-        return call_tool(  # type: ignore[attr-defined,no-any-return]
+        return call_tool(
             store,
             "edit_knowledge_article",
             {
@@ -39,7 +39,7 @@ def kbes_editor(store: KnowledgeBaseStore, kb: str, article: str, tag: str) -> t
             },
         ).updated_at
 
-    version = call_tool(  # type: ignore[attr-defined]
+    version = call_tool(
         store, "read_knowledge_article", {"knowledge_base_id": kb, "article_id": article}
     ).updated_at
     return edit, version
@@ -183,4 +183,4 @@ def multi_process_edits(kind: str, path: Path, cfg: Config, run: int) -> float:
 
 
 def _first_kb(store: KnowledgeBaseStore) -> str:
-    return str(store.views.knowledge_bases()[0]["knowledge_base_id"])
+    return store.knowledge_bases()[0].knowledge_base_id

@@ -87,19 +87,20 @@ def measure_long_history(report: Report, workdir: Path, progress: Progress) -> N
     loads: dict[int, Row] = {}
     for saves in (1, cfg.long_history):
         picks = [articles[saves]] * min(cfg.samples // 4, 200)
-        runs = [percentile(latencies_ms(cold.get_article, picks), 50) for _ in range(cfg.repeats)]
+        p50s = [percentile(latencies_ms(cold.get_article, picks), 50) for _ in range(cfg.repeats)]
         loads[saves] = report.add(
             Row(
                 "4c" if saves == 1 else "4d",
                 f"load for an edit with an empty aggregate cache (a fresh process), "
                 f"{saves:,} save(s)",
                 "ms",
-                Stat.of(runs),
+                Stat.of(p50s),
                 note="informational: snapshots bound it",
             )
         )
-    if loads[1].kbes and loads[cfg.long_history].kbes:
-        growth = loads[cfg.long_history].kbes.median / loads[1].kbes.median  # type: ignore[union-attr]
+    long_load, short_load = loads[cfg.long_history].kbes, loads[1].kbes
+    if long_load and short_load:
+        growth = long_load.median / short_load.median
         loads[cfg.long_history].note = f"{growth:.2f}x row 4c; snapshots bound it"
     cold.close()
     store.close()

@@ -43,7 +43,7 @@ def measure_polls(
         bkb_ids = baseline_log(bpath, knowledge_bases=kbs, events=events, articles_per_kb=per_kb)
         store = open_store(path)
         baseline = Baseline(str(bpath))
-        head = store.recorder.max_notification_id() or 0
+        head = store.head()
         rng = random.Random(events)
         # Cursors anywhere in the first 90% of the log: every page is a full page of 100.
         cursors = [rng.randrange(0, int(head * 0.9)) for _ in range(cfg.samples)]

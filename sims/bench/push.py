@@ -12,6 +12,7 @@ it alone, optionally on a PostgreSQL log."""
 
 from __future__ import annotations
 
+import functools
 import os
 import random
 import re
@@ -131,7 +132,7 @@ async def _measure(
             for i in range(1, saves + 1):
                 await anyio.sleep(jitter.uniform(0.0, 0.4))
                 await anyio.to_thread.run_sync(
-                    lambda i=i: store.save_article(kb, article, content=f"version {i}")
+                    functools.partial(store.save_article, kb, article, content=f"version {i}")
                 )
                 saved = time.monotonic()
                 with anyio.fail_after(10):

@@ -20,7 +20,7 @@ def measure_rebuild(report: Report, large: Path | None, progress: Progress) -> N
         report.add(Row("6b", memory_label, "MB", None, note="n/a (log not built)"))
         return
     store = open_store(large)
-    events = store.recorder.max_notification_id() or 0
+    events = store.head()
     store.close()
     rates, peaks = [], []
     for run in range(cfg.rebuild_repeats):

@@ -1,0 +1,253 @@
+"""Citation audit: what happened to each cited article version since it was given.
+
+A citation `{knowledge_base_id, article_id, updated_at}` (optionally with the `quote` the answer
+relied on) is classified by replaying an event source (the live store or an exported log, see
+`kbes.log.history.EventSource`), up to an optional as-of instant:
+
+- `current`: the cited version is still the latest one;
+- `changed`: saved (or retitled) since; how often, when first, whether the quote survived;
+- `gone`: unpublished since (and perhaps republished later);
+- `invalid`: no such knowledge base or article, or the article never had a published version
+  at that `updated_at` (a garbled or invented citation).
+
+"Changed" is not "wrong": the diff and `quote_intact` say whether the part the answer used moved.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from datetime import datetime
+from typing import Any
+
+import msgspec
+
+from kbes.domain.clock import format_timestamp, parse_timestamp
+from kbes.domain.ids import parse_id
+from kbes.log.history import CONTENT_EVENTS, ArticleHistory, ArticleState, History, unified_diff
+
+CLASSES = ("current", "changed", "gone", "invalid")
+
+
+class CitationLine(msgspec.Struct, kw_only=True, frozen=True):
+    """One line of a citations file; other keys (an answer id, a sequence) are ignored."""
+
+    knowledge_base_id: str
+    article_id: str
+    updated_at: str
+    quote: str | None = None
+
+
+class CitationsFormatError(ValueError):
+    """A citations file line that is not a citation; the message names the line and the fix."""
+
+
+class AuditEntry(msgspec.Struct, kw_only=True, frozen=True):
+    """The verdict on one citation. Fields that do not apply to its class are null."""
+
+    line: int
+    knowledge_base_id: str
+    article_id: str
+    updated_at: str
+    status: str = msgspec.field(name="class")
+    reason: str
+    quote: str | None = None
+    cited_title: str | None = None
+    current_title: str | None = None
+    current_updated_at: str | None = None
+    """The article's latest version (at the as-of instant), whatever its state."""
+    saves: int | None = None
+    """Saves and retitles since the cited version."""
+    first_save_at: str | None = None
+    retitled: bool | None = None
+    quote_in_cited: bool | None = None
+    """Whether the quote is in the cited version at all (false: a misquote)."""
+    quote_intact: bool | None = None
+    """Whether the quote is still, verbatim, in the published article; null if unpublished."""
+    unpublished_at: str | None = None
+    republished_at: str | None = None
+    now: str | None = None
+    """For `gone`: `unpublished`, or republished and then `changed` or `current` (no saves)."""
+    diff: str | None = None
+    """Unified diff of the cited version against the current one, when it is published."""
+
+
+class AuditReport(msgspec.Struct, kw_only=True, frozen=True):
+    as_of: str | None
+    summary: dict[str, int]
+    citations: list[AuditEntry]
+
+    def count(self, classes: Iterable[str]) -> int:
+        wanted = set(classes)
+        return sum(1 for entry in self.citations if entry.status in wanted)
+
+
+def parse_citations(
+    lines: Iterable[bytes | str], name: str = "citations"
+) -> list[tuple[int, CitationLine]]:
+    """Citations with their line numbers; blank lines are skipped. A line that is not a JSON
+    object with string `knowledge_base_id`, `article_id` and `updated_at` raises
+    `CitationsFormatError`. Values are not checked here: a citation naming nothing is `invalid`,
+    which is an audit finding, not a file error."""
+    decoder = msgspec.json.Decoder(CitationLine)
+    out: list[tuple[int, CitationLine]] = []
+    for number, raw in enumerate(lines, start=1):
+        if not raw.strip():
+            continue
+        try:
+            citation = decoder.decode(raw)
+        except (msgspec.ValidationError, msgspec.DecodeError) as e:
+            raise CitationsFormatError(
+                f"{name} line {number}: {e}. Each line must be a JSON object "
+                '{"knowledge_base_id": "…", "article_id": "…", "updated_at": '
+                '"2026-11-30T09:00:00.000000Z"}, optionally with "quote": "…" '
+                "(copy the citation a search or read returned)"
+            ) from None
+        if citation.quote is not None and not citation.quote.strip():
+            raise CitationsFormatError(
+                f'{name} line {number}: "quote" is empty; give the passage the answer relied '
+                "on, or leave the key out"
+            )
+        out.append((number, citation))
+    return out
+
+
+def audit(
+    citations: Sequence[tuple[int, CitationLine]],
+    history: History,
+    as_of: datetime | None = None,
+) -> AuditReport:
+    """Classify every citation against `history`, replayed up to `as_of` when given."""
+    entries = [classify(number, citation, history, as_of) for number, citation in citations]
+    summary = {name: 0 for name in CLASSES}
+    for entry in entries:
+        summary[entry.status] += 1
+    summary["total"] = len(entries)
+    return AuditReport(
+        as_of=None if as_of is None else format_timestamp(as_of),
+        summary=summary,
+        citations=entries,
+    )
+
+
+def classify(
+    line: int, citation: CitationLine, history: History, as_of: datetime | None = None
+) -> AuditEntry:
+    """The verdict on one citation, from the log up to `as_of` (the whole log if None)."""
+    base: dict[str, Any] = {
+        "line": line,
+        "knowledge_base_id": citation.knowledge_base_id,
+        "article_id": citation.article_id,
+        "updated_at": citation.updated_at,
+        "quote": citation.quote,
+    }
+    by = "" if as_of is None else f" by {format_timestamp(as_of)}"
+
+    def invalid(reason: str) -> AuditEntry:
+        return AuditEntry(**base, status="invalid", reason=reason)
+
+    kb = parse_id(citation.knowledge_base_id)
+    if kb is None:
+        return invalid(f"knowledge_base_id {citation.knowledge_base_id!r} is not an id")
+    if not history.knowledge_base_exists(kb, as_of):
+        return invalid(f"knowledge base {kb} never existed{by}")
+    article_id = parse_id(citation.article_id)
+    if article_id is None:
+        return invalid(f"article_id {citation.article_id!r} is not an id")
+    article = history.history(article_id)
+    if article is None or article.knowledge_base_id != kb:
+        return invalid(f"article {article_id} never existed in knowledge base {kb}")
+    versions = article.as_of(as_of)
+    if not versions:
+        return invalid(f"article {article_id} did not exist yet{by}")
+    try:
+        cited_at = parse_timestamp(citation.updated_at)
+    except ValueError as e:
+        return invalid(f"updated_at {citation.updated_at!r} is not an RFC 3339 time ({e})")
+    cited = next((v for v in versions if v.at == cited_at), None)
+    if cited is None:
+        return invalid(f"the article never had a version at {citation.updated_at}{by}")
+    old = history.state(article, cited)
+    if not old.published:
+        return invalid(
+            f"the article was not published at {cited.updated_at} (that version is a "
+            f"{cited.type} event), so no search or read could have cited it"
+        )
+    new = history.state(article, versions[-1])
+    return _verdict(base, article, cited.version, old, new)
+
+
+def _verdict(
+    base: dict[str, Any],
+    article: ArticleHistory,
+    cited_version: int,
+    old: ArticleState,
+    new: ArticleState,
+) -> AuditEntry:
+    """The verdict on a citation of a published version `old`, the article now being `new`."""
+    since = [v for v in article.versions if cited_version < v.version <= new.version]
+    saves = [v for v in since if v.type in CONTENT_EVENTS]
+    unpublishes = [v for v in since if v.type == "unpublished"]
+    quote: str | None = base["quote"]
+    facts: dict[str, Any] = {
+        "cited_title": old.title,
+        "current_title": new.title,
+        "current_updated_at": new.updated_at,
+        "saves": len(saves),
+        "first_save_at": saves[0].updated_at if saves else None,
+        "retitled": any(v.type == "retitled" for v in saves),
+        "quote_in_cited": None if quote is None else quote in old.content,
+        "quote_intact": None if quote is None or not new.published else quote in new.content,
+    }
+    if unpublishes:
+        republishes = [v for v in since if v.type == "published"]
+        if new.published:
+            now = "changed" if saves else "current"
+            entry = AuditEntry(
+                **base,
+                status="gone",
+                reason=(
+                    f"unpublished at {unpublishes[0].updated_at}, republished at "
+                    f"{republishes[-1].updated_at}; "
+                    + (_change_summary(facts, quote) if saves else "text as cited")
+                ),
+                **facts,
+                unpublished_at=unpublishes[0].updated_at,
+                republished_at=republishes[-1].updated_at,
+                now=now,
+                diff=unified_diff(old, new),
+            )
+        else:
+            entry = AuditEntry(
+                **base,
+                status="gone",
+                reason=f"unpublished at {unpublishes[0].updated_at}",
+                **facts,
+                unpublished_at=unpublishes[0].updated_at,
+                now="unpublished",
+            )
+        return entry
+    if not since:
+        reason = "no change since the cited version"
+        if quote is not None and not facts["quote_in_cited"]:
+            reason += "; the quote is not in the cited version"
+        return AuditEntry(**base, status="current", reason=reason, **facts)
+    return AuditEntry(
+        **base,
+        status="changed",
+        reason=_change_summary(facts, quote),
+        **facts,
+        diff=unified_diff(old, new),
+    )
+
+
+def _change_summary(facts: dict[str, Any], quote: str | None) -> str:
+    saves = facts["saves"]
+    parts = [f"{saves} save{'s' if saves != 1 else ''} since, first at {facts['first_save_at']}"]
+    if facts["retitled"]:
+        parts.append(f"retitled {facts['cited_title']!r} -> {facts['current_title']!r}")
+    if quote is not None:
+        if not facts["quote_in_cited"]:
+            parts.append("the quote is not in the cited version")
+        else:
+            parts.append("quote intact" if facts["quote_intact"] else "quote changed")
+    return "; ".join(parts)

@@ -1,0 +1,163 @@
+"""What an operator may set, read once, when a store is opened: the environment and the flags
+of one process become one `Settings`, which the store keeps and passes down (its limits to the
+aggregates and the tools' schemas, the rest to the persistence it opens). Nothing in kbes reads
+the environment at import time, so a bad value is an ordinary `BadSetting` raised where a store
+is opened, which each door words for its audience (the CLI as one line).
+
+eventsourcing still reads its own variables (`POSTGRES_*`, `AGGREGATE_CACHE_*`) from the process
+environment as the application is built, at the same moment; docs/operations.md lists them."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+from kbes.domain.limits import DEFAULT_LIMITS, ENV_VARS, Limits
+
+DB_ENV = "KBES_DB"
+DEFAULT_DB = "kbes.sqlite"
+LOCK_TIMEOUT_ENV = "KBES_LOCK_TIMEOUT"
+DEFAULT_LOCK_TIMEOUT = 30
+"""Seconds a write waits for another process's write lock before it is refused as `busy`."""
+SYNCHRONOUS_ENV = "KBES_SQLITE_SYNCHRONOUS"
+SYNCHRONOUS_MODES = ("FULL", "NORMAL", "OFF", "EXTRA")
+VIEWS_ENV = "KBES_VIEWS"
+"""Path of this process's local views file (SQLite) when the log is in PostgreSQL."""
+
+PASSED_ON = ("POSTGRES_", "KBES_POSTGRES_")
+"""Prefixes of the variables kept in `Settings.environ` for the PostgreSQL log."""
+PASSED_ON_NAMES = ("PGUSER", "PGPASSWORD", "XDG_CACHE_HOME")
+"""libpq's fallbacks for a URL without user or password, and the views' cache folder."""
+
+
+class BadSetting(ValueError):
+    """An environment variable or flag holds a value kbes cannot use."""
+
+    def __init__(self, variable: str, message: str) -> None:
+        super().__init__(message)
+        self.variable = variable
+
+
+@dataclass(frozen=True)
+class Settings:
+    """One process's settings for one store; the defaults are kbes's."""
+
+    db: str = DEFAULT_DB
+    """A SQLite file path or a postgresql:// URL (`--db`, `KBES_DB`)."""
+    limits: Limits = DEFAULT_LIMITS
+    """What an article may hold (`KBES_MAX_*`): applied and advertised alike."""
+    lock_timeout: int = DEFAULT_LOCK_TIMEOUT
+    """Whole seconds a SQLite write waits for another process's lock (`KBES_LOCK_TIMEOUT`)."""
+    synchronous: str = "FULL"
+    """SQLite's `synchronous` pragma for the log (`KBES_SQLITE_SYNCHRONOUS`)."""
+    views: str | None = None
+    """The local views file beside a PostgreSQL log (`KBES_VIEWS`); None: a cache file."""
+    environ: Mapping[str, str] = field(default_factory=dict, repr=False, compare=False)
+    """The variables a PostgreSQL log takes from the environment (`PASSED_ON`), as read."""
+
+    def __post_init__(self) -> None:
+        if self.lock_timeout < 1:
+            # SQLite takes no zero here (eventsourcing reads 0 as its own default).
+            raise _bad_lock_timeout(str(self.lock_timeout))
+        synchronous_mode(self.synchronous)
+
+    @classmethod
+    def read(
+        cls,
+        environ: Mapping[str, str],
+        *,
+        db: str | os.PathLike[str] | None = None,
+        synchronous: str | None = None,
+        views: str | os.PathLike[str] | None = None,
+    ) -> Settings:
+        """The settings of `environ` (the process environment), each flag given (not None)
+        in place of its variable, which is then not read."""
+        if synchronous is None:
+            synchronous = environ.get(SYNCHRONOUS_ENV)
+        return cls(
+            db=os.fspath(db) if db is not None else environ.get(DB_ENV, DEFAULT_DB),
+            limits=read_limits(environ),
+            lock_timeout=read_lock_timeout(environ.get(LOCK_TIMEOUT_ENV)),
+            synchronous=synchronous_mode(synchronous),
+            views=os.fspath(views) if views is not None else environ.get(VIEWS_ENV) or None,
+            environ={
+                name: value
+                for name, value in environ.items()
+                if name.startswith(PASSED_ON) or name in PASSED_ON_NAMES
+            },
+        )
+
+    def but(
+        self,
+        *,
+        db: str | os.PathLike[str] | None = None,
+        synchronous: str | None = None,
+        views: str | os.PathLike[str] | None = None,
+    ) -> Settings:
+        """These settings with each flag given (not None) in place of its value."""
+        given: dict[str, Any] = {}
+        if db is not None:
+            given["db"] = os.fspath(db)
+        if synchronous is not None:
+            given["synchronous"] = synchronous_mode(synchronous)
+        if views is not None:
+            given["views"] = os.fspath(views)
+        return replace(self, **given) if given else self
+
+
+def read_limits(environ: Mapping[str, str]) -> Limits:
+    """The default limits, each overridden by its environment variable if set."""
+    values: dict[str, int] = {}
+    for name, variable in ENV_VARS.items():
+        text = environ.get(variable)
+        if text is None or not text.strip():
+            continue
+        try:
+            value = int(text)
+        except ValueError:
+            value = 0
+        if value < 1:
+            raise BadSetting(
+                variable, f"{variable}={text!r}: give a whole number of characters, >= 1"
+            )
+        values[name] = value
+    return Limits(**values)
+
+
+LIMIT_VARIABLES = frozenset(ENV_VARS.values())
+"""The variables of `Settings.limits`."""
+
+
+def read_lock_timeout(value: str | None) -> int:
+    """The lock timeout in whole seconds: `value`, else the default; at least 1."""
+    text = (value or "").strip()
+    if not text:
+        return DEFAULT_LOCK_TIMEOUT
+    try:
+        seconds = int(text)
+    except ValueError:
+        seconds = 0
+    if seconds < 1:
+        raise _bad_lock_timeout(text)
+    return seconds
+
+
+def _bad_lock_timeout(text: str) -> BadSetting:
+    return BadSetting(
+        LOCK_TIMEOUT_ENV,
+        f"{LOCK_TIMEOUT_ENV}={text!r} must be a whole number of seconds, at least 1 "
+        f"(default {DEFAULT_LOCK_TIMEOUT})",
+    )
+
+
+def synchronous_mode(value: str | None) -> str:
+    """SQLite's `synchronous` setting named by `value` (any case), FULL if none."""
+    mode = (value or "FULL").upper()
+    if mode not in SYNCHRONOUS_MODES:
+        raise BadSetting(SYNCHRONOUS_ENV, f"{SYNCHRONOUS_ENV} must be FULL, NORMAL, OFF or EXTRA")
+    return mode
+
+
+__all__ = ["BadSetting", "Settings"]

@@ -1,0 +1,321 @@
+"""The words a model reads when kbes refuses, each refusal worded once: what went wrong and what
+to do next. The domain and the application raise facts (`kbes.domain.errors`); the tools, the
+MCP server and its resources raise the errors made here, whose JSON is the wire's."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+
+import msgspec
+
+from kbes.domain.errors import (
+    ApprovalRequired,
+    ArticleChanged,
+    BlankTitle,
+    EditDeclined,
+    EditsDisabled,
+    EmptyKey,
+    Gone,
+    IdempotencyKeyReused,
+    InternalError,
+    InvalidArgument,
+    InvalidVersion,
+    KeyReused,
+    KnowledgeBaseNotFound,
+    NotATime,
+    NotFound,
+    TitleCharacter,
+    TooLong,
+    UnsupportedResourceType,
+    VersionConflict,
+    VersionNotFound,
+)
+
+# Ids --------------------------------------------------------------------------------------
+
+GRANTS_HINT = "check the id against the citation or the list of granted knowledge bases"
+
+
+def shown_id(value: object) -> str:
+    """An id as the caller sent it; quoted, and said so, when blanks around it are why it names
+    nothing (`" KB "` looks like a good id in a message otherwise)."""
+    text = str(value)
+    if text != text.strip():
+        return f"{text!r} (it has blanks around it: pass the id exactly as the citation gives it)"
+    return text
+
+
+def no_knowledge_base(knowledge_base_id: object) -> NotFound:
+    return NotFound(
+        f"no knowledge base {shown_id(knowledge_base_id)} is available here; {GRANTS_HINT}"
+    )
+
+
+def no_article(article_id: object) -> NotFound:
+    return NotFound(
+        f"no published article {shown_id(article_id)} in this knowledge base; "
+        "search the knowledge base for current articles"
+    )
+
+
+def not_found(e: NotFound, knowledge_base_id: object, article_id: object) -> NotFound:
+    """The `not_found` of the tools that take both ids (read, edit): which of the two names
+    nothing, and what to do."""
+    if isinstance(e, KnowledgeBaseNotFound):
+        return no_knowledge_base(knowledge_base_id)
+    return no_article(article_id)
+
+
+# Versions ---------------------------------------------------------------------------------
+
+
+def no_longer_an_answer(article_id: object, unpublished_at: str) -> Gone:
+    """A read (or a diff) of an article unpublished since."""
+    return Gone(
+        f"article {article_id} was unpublished at {unpublished_at}; it is no longer an answer. "
+        "Search again for a current article.",
+        unpublished_at=unpublished_at,
+    )
+
+
+def not_editable(article_id: object, unpublished_at: str) -> Gone:
+    """An edit of an article unpublished since."""
+    return Gone(
+        f"article {article_id} was unpublished at {unpublished_at}; "
+        "it cannot be edited through this tool",
+        unpublished_at=unpublished_at,
+    )
+
+
+def version_conflict(e: ArticleChanged) -> VersionConflict:
+    return VersionConflict(
+        f"article {e.article_id} changed since {e.expected_version}: its current version "
+        f"is {e.current_version}. Read it again, re-apply your change to the current "
+        "content, and edit with the new version.",
+        current_version=e.current_version,
+        expected_version=e.expected_version,
+    )
+
+
+def key_reused(e: KeyReused) -> IdempotencyKeyReused:
+    return IdempotencyKeyReused(
+        f"idempotency_key {e.idempotency_key!r} was already used for a different edit "
+        f"(article {e.article_id}); use a new key for a new change",
+        field="idempotency_key",
+    )
+
+
+def never_published_at(article_id: object, since_version: str) -> InvalidVersion:
+    """A diff from a version no read could have cited."""
+    return InvalidVersion(
+        f"article {article_id} never had a published version at {since_version}, so no "
+        "read could have cited it; check since_version against the citation's updated_at, "
+        "or read the article again",
+        since_version=since_version,
+    )
+
+
+def no_version(e: VersionNotFound) -> InvalidVersion:
+    """A version-pinned resource at a time the article has no version at."""
+    return InvalidVersion(
+        f"article {e.article_id} never had a version at {e.updated_at}; check the citation's "
+        "updated_at",
+        updated_at=e.updated_at,
+    )
+
+
+def no_published_version(article_id: object, updated_at: str) -> NotFound:
+    """A version-pinned resource at a draft-era version, which nobody could see."""
+    return NotFound(
+        f"article {article_id} has no published version at {updated_at}; "
+        "check the citation's updated_at, or read the article's current URI",
+        updated_at=updated_at,
+    )
+
+
+def not_a_time(e: NotATime) -> InvalidArgument:
+    return InvalidArgument(
+        f"{e.value!r} is not an RFC 3339 time with an offset ({e.reason}); "
+        "pass e.g. 2026-11-30T09:00:00.000000Z",
+        field=e.field,
+    )
+
+
+# The feed ---------------------------------------------------------------------------------
+
+
+def unsupported_resource_type(
+    resource_type: str, supported: Sequence[str]
+) -> UnsupportedResourceType:
+    return UnsupportedResourceType(
+        f"resource_type {resource_type!r} is not served here; supported: {', '.join(supported)}",
+        supported=list(supported),
+    )
+
+
+def past_the_head(after_sequence: int, head: int) -> InvalidArgument:
+    return InvalidArgument(
+        f"after_sequence {after_sequence} is past the end of the log (its last "
+        f"sequence is {head}); resume from a next_sequence this tool returned, or from 0",
+        field="after_sequence",
+    )
+
+
+# Arguments --------------------------------------------------------------------------------
+
+NOT_UNICODE = (
+    "Expected text, got a lone surrogate (an escape such as \\ud800 alone), which is not "
+    "Unicode text"
+)
+
+_WHAT = {"title": "the title", "content": "the content", "idempotency_key": "the idempotency key"}
+
+
+def problem(fact: InvalidArgument) -> str:
+    """The domain's refusal of a title, a content or a key (`kbes.domain.limits`), in words."""
+    if isinstance(fact, BlankTitle):
+        return "the title is blank; give a few words saying what the article is about"
+    if isinstance(fact, TitleCharacter):
+        return (
+            f"the title has the control or format character U+{ord(fact.char):04X} "
+            f"(category {fact.category}) at position {fact.position}; titles are one line of "
+            "visible text, so remove it"
+        )
+    if isinstance(fact, EmptyKey):
+        return "the idempotency key is empty; pass a key unique to this change, e.g. a UUID"
+    if isinstance(fact, TooLong):
+        return (
+            f"{_WHAT.get(fact.field, fact.field)} is {fact.length} characters; "
+            f"the limit is {fact.limit} ({fact.variable})"
+        )
+    return fact.message
+
+
+def not_unicode(field: str | None) -> InvalidArgument:
+    """A lone surrogate in the text of `field` (None when no field can be named)."""
+    return InvalidArgument(NOT_UNICODE + (f" - at `$.{field}`" if field else ""), field=field)
+
+
+_FIELD_PATTERNS = (
+    re.compile(r"at `\$\.([A-Za-z_][A-Za-z0-9_]*)"),
+    re.compile(r"missing required field `([^`]+)`"),
+    re.compile(r"unknown field `([^`]+)`"),
+)
+
+_HINTS = {
+    "query": "pass 2 to 200 characters of text to search for",
+    "limit": "pass a whole number within the tool's limits",
+    "expected_version": (
+        "pass the updated_at of the citation from a recent read_knowledge_article, "
+        "an RFC 3339 date-time with offset such as 2026-11-30T09:00:00.000000Z"
+    ),
+    "idempotency_key": "pass a non-empty key unique to this intended change, e.g. a UUID",
+    "after_sequence": "pass 0 or the next_sequence returned by the previous poll",
+    "content": "pass the whole new article text",
+    "title": "pass one line of visible text, or omit title to keep the current one",
+    "knowledge_base_id": "pass the id of a granted knowledge base",
+    "article_id": "pass the article_id from a search hit or citation",
+    "question": "pass the question to answer",
+}
+
+
+def invalid_argument(error: msgspec.ValidationError | msgspec.DecodeError) -> InvalidArgument:
+    """msgspec's validation text (which names the `$.path`), the field it names, and a hint."""
+    text = str(error)
+    field = None
+    for pattern in _FIELD_PATTERNS:
+        match = pattern.search(text)
+        if match:
+            field = match.group(1)
+            break
+    hint = _HINTS.get(field or "", "")
+    message = f"{text}{' - ' + hint if hint else ''}"
+    return InvalidArgument(message, field=field)
+
+
+def not_a_resource_uri(uri: str, templates: Sequence[str]) -> InvalidArgument:
+    return InvalidArgument(
+        f"{uri!r} is not a kbes resource URI; use {', '.join(templates[:-1])} or {templates[-1]}",
+        field="uri",
+    )
+
+
+# The server's steps -----------------------------------------------------------------------
+
+
+def unknown_tool(name: str, names: Sequence[str]) -> str:
+    """The protocol error's message for a call of a tool the server does not serve."""
+    return f"Unknown tool: {name}; this server has {', '.join(names)}"
+
+
+def unknown_prompt(name: str, names: Sequence[str]) -> str:
+    """The protocol error's message for a prompt the server does not serve."""
+    return f"Unknown prompt: {name}; this server has {', '.join(names)}"
+
+
+def unknown_prompt_argument(prompt: str, name: str, names: Sequence[str]) -> InvalidArgument:
+    return InvalidArgument(
+        f"the prompt {prompt} has no argument {name}; its arguments are {', '.join(names)}",
+        field=name,
+    )
+
+
+def prompt_argument_missing(prompt: str, name: str) -> InvalidArgument:
+    return InvalidArgument(
+        f"the prompt {prompt} needs the argument {name}; {_HINTS.get(name, 'pass it')}",
+        field=name,
+    )
+
+
+def not_a_cursor(value: str) -> InvalidArgument:
+    return InvalidArgument(
+        f"the cursor {value!r} is not a sequence number; pass the next_sequence that "
+        "poll_resource_events returned with the citations, or 0",
+        field="cursor",
+    )
+
+
+def edits_disabled(tool: str) -> EditsDisabled:
+    return EditsDisabled(
+        f"this kbes server was started with --edits deny, so {tool} never "
+        "writes. Tell the user the change you would make; they can restart the "
+        "server with --edits ask (approve each edit) or --edits allow."
+    )
+
+
+CANNOT_ASK = {
+    "unsupported": "this MCP client does not support it",
+    "other_answer": "the client answered something else",
+    "no_request": "this connection cannot ask",
+}
+"""Why the user could not be asked, by the server's name for the case."""
+
+
+def approval_required(tool: str, why: str, failure: object = None) -> ApprovalRequired:
+    """The user could not be asked: `why` is a key of `CANNOT_ASK`, or "failed" with the
+    client's `failure`."""
+    reason = f"the client failed: {failure}" if why == "failed" else CANNOT_ASK[why]
+    return ApprovalRequired(
+        f"this kbes server asks the user to approve every {tool} call through MCP "
+        f"elicitation, and {reason}; nothing was written. To let edits through without asking, "
+        "the user can restart the server with --edits allow.",
+        setting="--edits allow",
+    )
+
+
+def edit_declined(tool: str, action: str) -> EditDeclined:
+    """The user answered the approval with `action` (decline, or cancel: dismissed)."""
+    return EditDeclined(
+        f"the user {'declined' if action == 'decline' else 'dismissed'} this "
+        f"{tool} call; nothing was written. Do not retry it unless the user asks "
+        "you to; tell them what you wanted to change instead.",
+        action=action,
+    )
+
+
+def internal_error(tool: str) -> InternalError:
+    return InternalError(
+        f"{tool} failed inside kbes (the server log has the details); "
+        "nothing is known to be written. Retrying the same call is safe."
+    )

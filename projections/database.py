@@ -1,0 +1,82 @@
+"""The SQLite file the views live in: their tables and the transactions every job runs in.
+
+With a SQLite log the views share the log's file; with a PostgreSQL log each process keeps
+them in a local file (kbes.store.postgres). Several processes may share one views file: the
+write transaction takes SQLite's write lock at once, so a tracking position read inside it
+cannot move before commit, and a job that finds the views already past its batch skips it."""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from typing import Any, Protocol, cast
+
+from eventsourcing.sqlite import SQLiteCursor, SQLiteDatastore, SQLiteTrackingRecorder
+
+from kbes.projections import articles, search, tracking
+
+
+class LoneSelect(Protocol):
+    """A datastore that runs one SELECT without a transaction around it (kbes.store.sqlite)."""
+
+    def query(
+        self, statement: str, params: Sequence[Any], *, named: bool = False
+    ) -> list[Any] | None:
+        """The rows; None where the caller must use a transaction instead."""
+        ...
+
+
+class ViewsDatabase(SQLiteTrackingRecorder):
+    """The view tables, the search index and the tracking table, in one SQLite datastore."""
+
+    def __init__(self, datastore: SQLiteDatastore, application_name: str) -> None:
+        """`datastore` also runs lone SELECTs (`LoneSelect`): kbes.store.sqlite's."""
+        super().__init__(datastore)
+        self.application_name = application_name
+        self.select = cast(LoneSelect, datastore)
+        self.lock = threading.Lock()
+        """Held by this process's one writer of the views at a time (catch-up, switch, drop)."""
+
+    def tracking_statements(self) -> list[str]:
+        """The tracking table only (eventsourcing's)."""
+        return super().construct_create_table_statements()
+
+    def construct_create_table_statements(self) -> list[str]:
+        return [*self.tracking_statements(), *articles.SCHEMA, search.SCHEMA, search.PARTITIONS]
+
+    def position(self, c: SQLiteCursor) -> int:
+        """The position the views reflect, 0 when they have folded nothing."""
+        return tracking.position(c, self.application_name) or 0
+
+    def set_position(self, c: SQLiteCursor, position: int) -> None:
+        tracking.set_position(c, self.application_name, position)
+
+    def search_position(self, c: SQLiteCursor) -> int | None:
+        """The position the search index reflects (tracking.SEARCH_SUFFIX)."""
+        return tracking.position(c, self.application_name + tracking.SEARCH_SUFFIX)
+
+    def set_search_position(self, c: SQLiteCursor, position: int) -> None:
+        tracking.set_position(c, self.application_name + tracking.SEARCH_SUFFIX, position)
+
+    @contextmanager
+    def write(self) -> Iterator[SQLiteCursor]:
+        """A write transaction that takes SQLite's write lock at once (BEGIN IMMEDIATE), so the
+        tracking position read inside it cannot move before commit."""
+        with self.datastore.get_connection(commit=True) as connection:
+            cursor = connection.cursor()
+            cursor.execute("BEGIN IMMEDIATE")
+            try:
+                yield cursor
+            except BaseException:
+                connection.rollback()
+                raise
+            connection.commit()
+
+    @contextmanager
+    def read(self) -> Iterator[SQLiteCursor]:
+        with self.datastore.transaction(commit=False) as c:
+            yield c
+
+
+__all__ = ["LoneSelect", "ViewsDatabase"]
