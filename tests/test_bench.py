@@ -26,6 +26,7 @@ from kbes.tools.wire import PollRequest, ResourceEvent, SearchRequest, SearchRes
 ROWS_WITH_BASELINE = {"1a", "1b", "1c", "3a", "3b", "3c", "4a", "4b"}
 
 
+@pytest.mark.slow
 def test_quick_bench_prints_and_writes_every_row(tmp_path: Path) -> None:
     out = tmp_path / "bench.json"
     result = CliRunner().invoke(main, ["bench", "--quick", "--json", str(out)])

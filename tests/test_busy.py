@@ -18,6 +18,8 @@ import anyio
 import pytest
 from mcp_harness import KBES, Seed, event_count, seed, stdio_client
 
+pytestmark = pytest.mark.slow
+
 HOLD = (
     "import sqlite3, sys, time\n"
     "c = sqlite3.connect(sys.argv[1], isolation_level=None)\n"

@@ -436,6 +436,7 @@ def test_not_found_at_the_shell_points_at_kb_list(runner: CliRunner) -> None:
     )
 
 
+@pytest.mark.slow
 def test_only_kbes_serve_loads_the_mcp_sdk(tmp_path: Path) -> None:
     """The SDK is kbes's slowest import; `kbes --help`, `kbes serve --help` and a command that
     works on the store must not pay for it. Run in a fresh interpreter, since this one's tests

@@ -5,9 +5,12 @@ from __future__ import annotations
 from pathlib import Path
 
 import msgspec
+import pytest
 from racers import RACERS, one_retried_edit, rival_writers, run_racers
 
 from kbes import call_tool, format_timestamp, open_store
+
+pytestmark = pytest.mark.slow
 
 
 def _setup(db: Path) -> tuple[str, str, str, int]:

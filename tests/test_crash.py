@@ -33,6 +33,8 @@ from kbes.domain.article import Article
 from kbes.projections.fold import REPLAY_CHUNK
 from kbes.projections.tracking import SEARCH_SUFFIX
 
+pytestmark = pytest.mark.slow
+
 WORKER = Path(__file__).with_name("crash_worker.py")
 WRITERS = 3
 

@@ -199,6 +199,7 @@ def check_kbes_calls(block: Block) -> int:
     return len(calls)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("block", of("sh"))
 def test_shell_blocks_name_real_commands(block: Block) -> None:
     parsed = subprocess.run(["bash", "-n"], input=block.code, text=True, capture_output=True)
@@ -220,6 +221,7 @@ def shell_env(folder: Path) -> dict[str, str]:
     return env
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     "page",
     [p for p in PAGES if any(b.kind == "sh" and b.runs for b in blocks(p))],
@@ -376,6 +378,7 @@ def json_values(text: str) -> list[tuple[str, Any]]:
     return found
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("block", of("jsonc"))
 def test_example_answers_have_the_shape_of_real_ones(block: Block, real, prompting) -> None:
     values = json_values(block.code)
@@ -412,6 +415,7 @@ def check_client_config(block: Block, servers: dict[str, Any]) -> None:
         assert args[0] == "serve", block.where
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("block", of("json"))
 def test_json_blocks_are_what_they_say(block: Block, real) -> None:
     [(_, value)] = json_values(block.code)

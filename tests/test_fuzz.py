@@ -227,6 +227,7 @@ def without_surrogates(value: Any) -> Any:
     return value
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", sorted(ARGUMENTS))
 def test_mcp_stdio(world: Fixture, server: Server, name: str) -> None:
     @given(arguments=ARGUMENTS[name])

@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 import anyio
+import pytest
 from mcp.client.client import Client
 from mcp_harness import stdio_client
 
@@ -122,6 +123,7 @@ def test_diff_tool_over_an_in_process_mcp_client(tmp_path: Path) -> None:
         store.close()
 
 
+@pytest.mark.slow
 def test_kbes_serve_history_tools_over_stdio(tmp_path: Path) -> None:
     """The acceptance path: `kbes serve --history-tools` in its own process, the SDK's client
     over stdio."""

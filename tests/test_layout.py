@@ -169,6 +169,7 @@ def test_the_simulations_use_the_public_api_only() -> None:
     assert stray == []
 
 
+@pytest.mark.slow
 def test_a_built_wheel_holds_every_source_file_under_the_kbes_namespace(tmp_path: Path) -> None:
     source = tmp_path / "source"
     shutil.copytree(

@@ -94,6 +94,7 @@ def kbes(db: Path, *args: str, **env: str) -> subprocess.CompletedProcess[str]:
     )
 
 
+@pytest.mark.slow
 def test_environment_variables_set_the_limits_for_every_door(db_path: Path) -> None:
     limits = {
         "KBES_MAX_CONTENT_CHARS": "20",
@@ -151,6 +152,7 @@ def served_edit_schema(db: Path, env: dict[str, str]) -> dict[str, Any]:
     return anyio.run(listed)
 
 
+@pytest.mark.slow
 def test_a_malformed_limit_is_a_clear_error(db_path: Path) -> None:
     result = kbes(db_path, "kb", "list", KBES_MAX_CONTENT_CHARS="lots")
     assert result.returncode != 0

@@ -74,6 +74,7 @@ def edit_arguments(data: Seed, article: str, version: str, key: str) -> dict[str
     }
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(("transport", "mode"), TRANSPORTS)
 async def test_edit_is_written_only_after_the_user_accepts(
     transport: str, mode: str, data: Seed, request: pytest.FixtureRequest
@@ -124,6 +125,7 @@ async def test_edit_is_written_only_after_the_user_accepts(
         assert (await current(client, data, data.billing))["content"].endswith(f"({key}).")
 
 
+@pytest.mark.slow
 async def test_a_client_that_cannot_elicit_gets_approval_required(
     data: Seed, asking_server: HttpServer
 ) -> None:
@@ -143,6 +145,7 @@ async def test_a_client_that_cannot_elicit_gets_approval_required(
     assert event_count(data.db) == before
 
 
+@pytest.mark.slow
 async def test_edits_deny_refuses_and_edits_allow_does_not_ask(data: Seed) -> None:
     user = Elicitations()
     before = event_count(data.db)

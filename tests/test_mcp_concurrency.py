@@ -22,7 +22,7 @@ from mcp_harness import (
     seed,
 )
 
-pytestmark = pytest.mark.anyio
+pytestmark = [pytest.mark.anyio, pytest.mark.slow]
 
 CLIENTS = 5
 

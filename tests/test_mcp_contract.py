@@ -100,6 +100,7 @@ def bad_inputs(data: Seed) -> list[tuple[str, dict[str, Any], str]]:
     return cases
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("mode", ["auto", "legacy"])
 async def test_every_bad_input_is_invalid_argument_and_an_unknown_tool_a_protocol_error(
     data: Seed, mode: str
@@ -140,6 +141,7 @@ def normalized(result: types.CallToolResult, *ids: str) -> str:
     return text
 
 
+@pytest.mark.slow
 async def test_ungranted_and_random_ids_give_identical_results_on_all_four_tools(
     data: Seed,
 ) -> None:
@@ -175,6 +177,7 @@ async def test_ungranted_and_random_ids_give_identical_results_on_all_four_tools
     assert asked.messages == [], "an edit of an ungranted knowledge base was put to the user"
 
 
+@pytest.mark.slow
 def test_serve_refuses_to_start_without_a_grant(data: Seed) -> None:
     done = run_kbes("serve", "--db", str(data.db))
     assert done.returncode == 2

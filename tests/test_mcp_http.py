@@ -78,6 +78,7 @@ def post(url: str, payload: dict[str, Any], token: str | None) -> tuple[int, dic
         return e.code, dict(e.headers), e.read().decode()
 
 
+@pytest.mark.slow
 def test_requests_without_a_valid_token_get_401(server: HttpServer) -> None:
     for token in (None, WRONG, "", f"sha256:{hashlib.sha256(BOB.encode()).hexdigest()}"):
         status, headers, text = post(server.url, INITIALIZE, token)
@@ -89,6 +90,7 @@ def test_requests_without_a_valid_token_get_401(server: HttpServer) -> None:
     assert "serverInfo" in text
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("mode", ["auto", "legacy"])
 async def test_a_token_reaches_only_its_knowledge_bases(
     data: Seed, server: HttpServer, mode: str
@@ -133,6 +135,7 @@ async def test_a_token_reaches_only_its_knowledge_bases(
         assert [hit["article_id"] for hit in theirs["hits"]] == [data.other_article]
 
 
+@pytest.mark.slow
 async def test_tokens_never_reach_the_log(data: Seed, server: HttpServer) -> None:
     post(server.url, INITIALIZE, WRONG)
     async with http_client(server.url, ALICE) as alice:
@@ -153,6 +156,7 @@ async def test_tokens_never_reach_the_log(data: Seed, server: HttpServer) -> Non
         assert secret[-12:] not in log
 
 
+@pytest.mark.slow
 async def test_the_access_log_names_each_refusal_by_its_code(
     data: Seed, server: HttpServer
 ) -> None:

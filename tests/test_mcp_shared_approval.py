@@ -30,7 +30,7 @@ from mcp_harness import (
 
 from kbes.server.mcp_server import APPROVAL_KEY
 
-pytestmark = pytest.mark.anyio
+pytestmark = [pytest.mark.anyio, pytest.mark.slow]
 
 
 @pytest.fixture(scope="module")

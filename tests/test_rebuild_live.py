@@ -36,6 +36,7 @@ def build_log(db: Path) -> tuple[str, list[str]]:
     return str(kb), [str(article) for article in ids]
 
 
+@pytest.mark.slow
 def test_reads_and_searches_never_fail_during_rebuilds(tmp_path: Path) -> None:
     db = tmp_path / "kbes.sqlite"
     kb, ids = build_log(db)

@@ -37,7 +37,7 @@ from kbes.server.resources import (
 from kbes.server.resources import version_uri as pinned_uri
 from kbes.tools.wire import Citation
 
-pytestmark = pytest.mark.anyio
+pytestmark = [pytest.mark.anyio, pytest.mark.slow]
 
 ALICE = "alice-" + "a1" * 16  # granted the Support knowledge base only
 BOB = "bob-" + "b2" * 16  # every knowledge base

@@ -78,6 +78,7 @@ def test_a_bad_value_is_an_ordinary_error_naming_its_variable(
     assert not (tmp_path / "kbes.sqlite").exists()
 
 
+@pytest.mark.slow
 def test_nothing_is_read_at_import() -> None:
     environ = {**os.environ, "KBES_MAX_CONTENT_CHARS": "lots", "KBES_LOCK_TIMEOUT": "0"}
     modules = "kbes, kbes.cli, kbes.server.mcp_server, kbes.tools, kbes.sims.day"

@@ -125,6 +125,7 @@ def _recount(records: list[dict[str, Any]], run_name: str) -> list[dict[str, int
     return [{"hour": h, **rows[h]} for h in sorted(rows)]
 
 
+@pytest.mark.slow
 def test_the_trace_alone_recounts_the_staleness_tables(tmp_path: Path) -> None:
     trace, out = tmp_path / "trace.jsonl", tmp_path / "figures.json"
     result = run(
@@ -249,6 +250,7 @@ def test_db_runs_inside_a_named_file_and_keeps_it(tmp_path: Path) -> None:
     ]
 
 
+@pytest.mark.slow
 def test_benchmark_mode_prints_the_median_of_each_part(tmp_path: Path) -> None:
     out = tmp_path / "bench.json"
     result = run("day", *SMALL, "--delay", "1h", "--benchmark", "2", "--json", str(out))

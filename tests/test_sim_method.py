@@ -132,6 +132,7 @@ def test_bad_delays_are_refused(text: str) -> None:
         parse_delay(text)
 
 
+@pytest.mark.slow
 def test_figures_do_not_depend_on_the_number_of_workers(tmp_path: Path) -> None:
     tasks = plan_tasks([1, 2], popularity=True, uniform=True, delays=[parse_delay("1h")])
     figures = []

@@ -17,6 +17,8 @@ from mcp_harness import KBES
 
 from kbes import open_store
 
+pytestmark = pytest.mark.slow
+
 PARSE_ERROR, INVALID_REQUEST = -32700, -32600
 INITIALIZE = {"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
     "protocolVersion": "2025-06-18", "capabilities": {},

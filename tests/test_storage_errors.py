@@ -163,6 +163,7 @@ def cli_writes(world: dict[str, Any]) -> dict[str, list[str]]:
     }  # fmt: skip
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("command", ["article add", "rebuild", "edit"])
 def test_cli_on_a_full_disk_prints_one_line(on_disk: dict[str, Any], command: str) -> None:
     before = events(on_disk["db"])
@@ -198,6 +199,7 @@ def read_only(on_disk: dict[str, Any]) -> Iterator[dict[str, Any]]:
             db.chmod(0o644)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("command", ["article add", "edit"])
 def test_cli_on_a_read_only_file_prints_one_line(read_only: dict[str, Any], command: str) -> None:
     result = run_kbes(read_only["db"], *cli_writes(read_only)[command])

@@ -17,6 +17,8 @@ import anyio
 import pytest
 from mcp_harness import KBES, Seed, seed, stdio_client, text
 
+pytestmark = pytest.mark.slow
+
 DAMAGE = {
     "view_articles": "DROP TABLE view_articles",
     "search index": "DROP TABLE search_index",
