@@ -7,7 +7,7 @@ import sqlite3
 from pathlib import Path
 
 import pytest
-from cli_harness import ok
+from cli_harness import head, ok
 from click.testing import CliRunner
 from views_dump import dump
 
@@ -215,6 +215,34 @@ def test_malformed_tool_arguments_are_usage_errors(runner: CliRunner) -> None:
     assert result.exit_code == 2 and "must be JSON" in result.output
     result = runner.invoke(main, ["tool", "delete_everything"])
     assert result.exit_code == 2 and "delete_everything" in result.output
+
+
+@pytest.mark.parametrize("where", ["knowledge_base_id", "article_id"])
+def test_kbes_tool_refuses_a_padded_id_naming_the_blanks(
+    runner: CliRunner, db_path: Path, where: str
+) -> None:
+    """A padded id: over MCP, tests/test_mcp_approval.py checks that `" KB "` is refused before
+    the user is asked; `kbes tool`, which asks nobody, answers it the same way: `not_found`,
+    nothing written, and a message that says the blanks are the problem."""
+    kb = ok(runner, "kb", "create", "Support").strip()
+    article = ok(runner, "article", "add", "--kb", kb, "--title", "T", "--content", "x",
+                 "--publish").strip()  # fmt: skip
+    read = json.loads(ok(runner, "tool", "read_knowledge_article", f"knowledge_base_id={kb}",
+                         f"article_id={article}"))  # fmt: skip
+    before = head(db_path)
+    ids = {"knowledge_base_id": kb, "article_id": article}
+    for padded in (f" {ids[where]} ", f"{ids[where]}\t"):
+        arguments = {**ids, where: padded}
+        result = runner.invoke(main, ["tool", "edit_knowledge_article",
+                                      *(f"{k}={v}" for k, v in arguments.items()),
+                                      "content=y", f"expected_version={read['updated_at']}",
+                                      "idempotency_key=padded"])  # fmt: skip
+        assert result.exit_code == 1
+        refused = json.loads(result.stdout)
+        assert refused["code"] == "not_found"
+        assert repr(padded) in refused["message"], refused
+        assert "blanks around it" in refused["message"]
+    assert head(db_path) == before
 
 
 def test_kbes_tool_serves_the_diff_tool_the_readme_lists(runner: CliRunner, db_path: Path) -> None:

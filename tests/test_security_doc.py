@@ -1,12 +1,18 @@
 """docs/security.md promises nothing that no test holds: each row of its promises table names
 tests as `tests/FILE.py::test_name`, and each named test must exist (found by parsing the file,
-so a renamed or deleted test breaks this one, not the page's reader)."""
+so a renamed or deleted test breaks this one, not the page's reader). What the page says kbes
+does NOT promise is held as tests too, so that a change which closes (or widens) a gap also
+changes the page."""
 
 from __future__ import annotations
 
 import ast
 import re
 from pathlib import Path
+
+from tool_calls import call
+
+from kbes import KnowledgeBaseStore
 
 ROOT = Path(__file__).resolve().parent.parent
 PAGE = ROOT / "docs" / "security.md"
@@ -82,3 +88,18 @@ def test_the_readme_security_model_links_here() -> None:
     readme = (ROOT / "README.md").read_text(encoding="utf-8")
     section = readme.split("## Security model", 1)[1].split("\n## ", 1)[0]
     assert "(docs/security.md)" in section
+
+
+# What kbes does not promise ---------------------------------------------------------------
+
+
+def test_next_sequence_is_the_head_of_the_whole_log(store: KnowledgeBaseStore, kb: str) -> None:
+    """An agent polling its own knowledge base sees the log head move with writes elsewhere
+    (how much is written, not what, nor where)."""
+    other = str(store.create_knowledge_base("Elsewhere"))
+    poll = {"resource_type": "knowledge_base", "resource_id": kb}
+    before = call(store, "poll_resource_events", **poll)["next_sequence"]
+    store.add_article(other, "Not yours", "Written in another knowledge base.", publish=True)
+    page = call(store, "poll_resource_events", **poll, after_sequence=before)
+    assert page["events"] == []
+    assert page["next_sequence"] > before
