@@ -57,26 +57,62 @@ def test_search_limit(store, kb, articles) -> None:
     assert len(result["hits"]) == 1
 
 
-@pytest.mark.parametrize(
-    "query",
-    [
-        '"password',
-        "pass*",
-        "-password",
-        "NEAR(password reset)",
-        "password AND",
-        "(password",
-        "pässword ünïcode",
-        "a)",
-        "**",
-        '""',
-        "AND OR NOT",
-        "password'; DROP TABLE x; --",
-    ],
-)
-def test_any_query_is_text_never_syntax(store, kb, articles, query) -> None:
+@pytest.fixture
+def syntax_articles(store: KnowledgeBaseStore, kb: str, articles: dict[str, str]) -> dict[str, str]:
+    """`articles`, and three whose words only a query read as text would find (or miss)."""
+    more = {
+        "boarding": ("Boarding", "Show your boarding pass at the gate."),
+        "offices": ("Offices", "Find the office near you. Title changes take a day."),
+        "widgets": ("Widgets", "The foo widget resets itself."),
+    }
+    found = {
+        key: str(store.add_article(kb, title, content, publish=True))
+        for key, (title, content) in more.items()
+    }
+    return {**articles, **found}
+
+
+# What FTS5 would make of each query, were it passed on raw, is in the comment beside it: each
+# case fails then (tried: a different set of hits, or an error).
+SYNTAX_AS_TEXT = {
+    # A prefix search would find "password" too.
+    "pass*": ({"boarding"}, {"reset", "billing"}),
+    # NEAR would find only both words within ten tokens; the word "near" is a word.
+    "NEAR(password reset)": ({"reset", "billing", "offices", "widgets"}, set()),
+    # A minus would be a column filter ("no such column: password").
+    "-password": ({"reset", "billing"}, {"boarding"}),
+    # Quotes would make a phrase, found only where the two words stand together.
+    '"reset password"': ({"reset", "billing", "widgets"}, {"boarding"}),
+    # A column filter would look for "foo" in titles only (none has it).
+    "title:foo": ({"widgets", "offices"}, {"reset", "billing"}),
+    # Operators with nothing to join would be a syntax error.
+    "AND OR NOT": ({"billing", "reset"}, {"boarding"}),
+    "password AND": ({"reset", "billing"}, {"boarding"}),
+    "(password": ({"reset", "billing"}, {"boarding"}),
+    "password)": ({"reset", "billing"}, {"boarding"}),
+    '"password': ({"reset", "billing"}, {"boarding"}),
+    "pässword ünïcode": ({"reset", "billing"}, {"boarding"}),
+    "password'; DROP TABLE x; --": ({"reset", "billing"}, {"boarding"}),
+    # No word at all: nothing to find.
+    "**": (set(), {"reset", "billing", "boarding", "offices", "widgets"}),
+    '""': (set(), {"reset", "billing", "boarding", "offices", "widgets"}),
+}
+
+
+@pytest.mark.parametrize("query", SYNTAX_AS_TEXT)
+def test_any_query_is_text_never_syntax(store, kb, syntax_articles, query) -> None:
+    """Search's query is plain text (docs/tools.md): its words are searched for, each as it
+    stands, and any FTS5 syntax in it (a prefix `*`, NEAR, `-`, quotes, a column filter,
+    operators, parentheses) is text too."""
     result = call(store, "search_knowledge_base", knowledge_base_id=kb, query=query)
-    assert isinstance(result["hits"], list)
+    by_id = {id_: key for key, id_ in syntax_articles.items()}
+    hits = {by_id[hit["article_id"]] for hit in result["hits"]}
+    must_find, must_miss = SYNTAX_AS_TEXT[query]
+    assert must_find <= hits, f"{query!r} found {sorted(hits)}"
+    assert not must_miss & hits, f"{query!r} found {sorted(hits)}"
+    assert "draft" not in hits
+    if not must_find:
+        assert hits == set()
 
 
 def test_non_ascii_is_searchable(store, kb) -> None:
