@@ -106,6 +106,12 @@ class Busy(KbesError):
     code = "busy"
 
 
+class TooLargeToDiff(KbesError):
+    """Two versions differ too much, too intricately, for a diff in bounded time."""
+
+    code = "too_large_to_diff"
+
+
 class InternalError(KbesError):
     """An unexpected failure; details are in the server's log, never on the wire."""
 
@@ -281,3 +287,18 @@ class TooLong(InvalidArgument):
         self.length = length
         self.limit = limit
         self.variable = variable
+
+
+class DiffTooLarge(TooLargeToDiff):
+    """Diffing `old_lines` lines into `new_lines` would take more than `budget` matcher steps
+    (`kbes.log.line_diff`): the two texts differ too much, too intricately, to diff."""
+
+    def __init__(self, old_lines: int, new_lines: int, budget: int) -> None:
+        super().__init__(
+            f"diffing {old_lines} lines into {new_lines} takes over {budget} steps",
+            old_lines=old_lines,
+            new_lines=new_lines,
+        )
+        self.old_lines = old_lines
+        self.new_lines = new_lines
+        self.budget = budget

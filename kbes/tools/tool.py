@@ -52,7 +52,9 @@ def knowledge_base_of(request: NamesKnowledgeBase) -> str:
 class Tool:
     """One agent tool: its contract, and `answer`, which runs it on a knowledge base the
     caller's grants admitted. `scope` reads that knowledge base's id off a request (raising a
-    `KbesError` when the request cannot name one, as a poll of an unknown resource type)."""
+    `KbesError` when the request cannot name one, as a poll of an unknown resource type).
+    `heavy`: an answer may keep a CPU busy for a while (a diff, bounded as it is), so a server
+    runs such calls one at a time, beside the others rather than in their place."""
 
     name: str
     title: str
@@ -62,6 +64,7 @@ class Tool:
     annotations: dict[str, bool]
     answer: Callable[[KnowledgeBaseStore, Any, UUID], msgspec.Struct] = field(repr=False)
     scope: Callable[[Any], str] = field(default=knowledge_base_of, repr=False)
+    heavy: bool = False
 
     def request_type(self, limits: Limits = DEFAULT_LIMITS) -> type[msgspec.Struct]:
         """The request struct as a store with `limits` (its `store.limits`) takes it; an extra
