@@ -260,11 +260,12 @@ class BlankTitle(InvalidArgument):
 
 
 class TitleCharacter(InvalidArgument):
-    """A title holding `char`, of a refused Unicode `category`, at `position`."""
+    """A title (or, as `field` says, a knowledge base's name) holding `char`, of a refused
+    Unicode `category`, at `position`."""
 
-    def __init__(self, char: str, category: str, position: int) -> None:
-        super().__init__(f"title has U+{ord(char):04X} ({category}) at {position}", field="title")
-        self.field = "title"
+    def __init__(self, char: str, category: str, position: int, field: str = "title") -> None:
+        super().__init__(f"{field} has U+{ord(char):04X} ({category}) at {position}", field=field)
+        self.field = field
         self.char = char
         self.category = category
         self.position = position
