@@ -167,3 +167,40 @@ def test_docs_say_how_a_version_is_read() -> None:
     assert "tests/test_version_reading.py" in page
     with pytest.raises(ValueError):
         parse_timestamp("2026-12-01T20:00Z")  # the page says: seconds are required
+
+
+@pytest.mark.slow
+def test_a_real_server_reads_a_version_the_same_way(
+    db_path: Path, versions: dict[str, str]
+) -> None:
+    """Over MCP stdio, with the SDK's client: the edit and the pinned URI refuse `BETWEEN`,
+    and the article is still at v3 afterwards."""
+    import anyio
+    from mcp.shared.exceptions import MCPError
+    from mcp_harness import body, stdio_client
+
+    pinned = version_uri(
+        Citation(knowledge_base_id=versions["kb"], article_id=versions["article"],
+                 updated_at=BETWEEN)
+    )  # fmt: skip
+    outcome: dict[str, object] = {}
+
+    async def session() -> None:
+        async with stdio_client(db_path, "--grant-all", "--edits", "allow") as client:
+            outcome["edit"] = body(await client.call_tool("edit_knowledge_article",
+                                                          edit(versions, BETWEEN)))  # fmt: skip
+            try:
+                await client.read_resource(pinned)
+            except MCPError as e:
+                outcome["pinned"] = e.data
+            ids = {"knowledge_base_id": versions["kb"], "article_id": versions["article"]}
+            read = await client.call_tool("read_knowledge_article", ids)
+            outcome["now"] = body(read)["updated_at"]
+
+    anyio.run(session)
+    refused = outcome["edit"]
+    assert isinstance(refused, dict)
+    assert (refused["code"], refused["field"]) == ("invalid_argument", "expected_version")
+    pinned_error = outcome["pinned"]
+    assert isinstance(pinned_error, dict) and pinned_error["code"] == "invalid_argument"
+    assert outcome["now"] == V3
