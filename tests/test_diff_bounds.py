@@ -18,7 +18,7 @@ import pytest
 from diff_texts import edited_corpus, scattered
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from mcp_harness import body, http_client, http_server
+from mcp_harness import Elicitations, body, http_client, http_server
 from tool_calls import call, fails
 
 from kbes import KnowledgeBaseStore, open_store
@@ -182,3 +182,39 @@ def test_a_search_answers_promptly_while_worst_case_diffs_run(tmp_path: Path) ->
     assert outcome["diffs_running"], "the diffs ended before the search: nothing was measured"
     assert outcome["search_s"] < PROMPT, outcome
     assert outcome["diffs"] == ["too_large_to_diff"] * IN_FLIGHT
+
+
+@pytest.mark.slow
+def test_the_approval_prompt_of_a_worst_case_edit_is_asked_promptly(tmp_path: Path) -> None:
+    """`--edits ask`: building the prompt for such an edit took 87 s before anyone was asked;
+    now the person is asked at once, told the changed lines are too many to list, and the
+    edit is written once they accept."""
+    db = tmp_path / "kbes.sqlite"
+    old, new = scattered(1000, 2)
+    store = open_store(db)
+    try:
+        kb = str(store.create_knowledge_base("Large"))
+        article = str(store.add_article(kb, "Large", old, publish=True))
+        cited = call(store, "read_knowledge_article", knowledge_base_id=kb, article_id=article)
+    finally:
+        store.close()
+    arguments = {
+        "knowledge_base_id": kb, "article_id": article, "content": new,
+        "expected_version": cited["updated_at"], "idempotency_key": "worst",
+    }  # fmt: skip
+    user = Elicitations()
+    outcome: dict[str, Any] = {}
+
+    async def session(url: str) -> None:
+        async with http_client(url, mode="legacy", elicitation_callback=user) as client:
+            started = time.monotonic()
+            with anyio.fail_after(120):
+                outcome["edit"] = body(await client.call_tool("edit_knowledge_article", arguments))
+            outcome["seconds"] = time.monotonic() - started
+
+    with http_server(db, "--grant-all", "--edits", "ask") as server:
+        anyio.run(session, server.url)
+    assert outcome["edit"]["replay"] is False
+    [message] = user.messages
+    assert "Changed lines: too many, in too many places, for kbes to list them here" in message
+    assert outcome["seconds"] < 30, outcome  # the 87 s of the report; here about a second
