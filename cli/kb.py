@@ -8,7 +8,6 @@ from kbes.cli.options import (
     json_option,
     print_json,
     print_table,
-    read_settings,
     with_new_store,
     with_store,
 )
@@ -26,7 +25,7 @@ def kb() -> None:
 def _name(ctx: click.Context, param: click.Parameter, value: str) -> str:
     # Checked before the database is opened, so a refused name creates no database either;
     # the store checks the same rule again (kbes.domain.limits.name_problem).
-    fact = name_problem(value.strip(), read_settings().limits)
+    fact = name_problem(value.strip())
     if fact is not None:
         raise click.BadParameter(name_refusal(fact), ctx=ctx, param=param)
     return value

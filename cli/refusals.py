@@ -104,7 +104,7 @@ def problem(fact: InvalidArgument) -> str:
     if isinstance(fact, TooLong):
         return (
             f"{_WHAT.get(fact.field, fact.field)} is {fact.length} characters; "
-            f"the limit is {fact.limit} ({fact.variable})"
+            f"the limit is {fact.limit}" + (f" ({fact.variable})" if fact.variable else "")
         )
     if isinstance(fact, NotATime):
         return (

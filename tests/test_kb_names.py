@@ -1,7 +1,7 @@
 """Knowledge-base names follow the title rule (issue 18, defect 11): a newline, ESC, U+202E
 and 100,000 characters were accepted, and `kbes kb create $'Evil\\n<uuid>  Payroll'` forged a
 row of `kbes kb list`. Now a name is not blank, holds no control or format character and is at
-most `KBES_MAX_TITLE_CHARS` long, at every door that names a knowledge base (the library and
+most 300 characters long, at every door that names a knowledge base (the library and
 `kbes kb create`); a second knowledge base of an existing name is created with a warning; and
 a log written before the rule, holding such a name, still loads and lists it escaped."""
 
@@ -16,7 +16,7 @@ from click.testing import CliRunner
 from kbes import KnowledgeBase, KnowledgeBaseStore, call_tool, open_store
 from kbes.cli import main
 from kbes.domain.errors import InvalidArgument
-from kbes.domain.limits import DEFAULT_LIMITS
+from kbes.domain.limits import NAME_CHARS
 
 FORGED = "00000000-0000-4000-8000-000000000000"
 BAD_NAMES = [
@@ -26,7 +26,7 @@ BAD_NAMES = [
     pytest.param("Support \u202eterces", id="rtl-override"),
     pytest.param("Support\u2029Payroll", id="paragraph-separator"),
     pytest.param("x" * 100_000, id="100000-characters"),
-    pytest.param("x" * (DEFAULT_LIMITS.title_chars + 1), id="one-over-the-limit"),
+    pytest.param("x" * (NAME_CHARS + 1), id="one-over-the-limit"),
 ]
 
 
@@ -60,9 +60,7 @@ def test_the_refusal_names_the_character_and_the_fix(runner: CliRunner) -> None:
         "knowledge-base names are one line of visible text, so remove it"
     ) in " ".join(result.output.split())
     too_long = runner.invoke(main, ["kb", "create", "x" * 100_000])
-    assert "the name is 100000 characters; the limit is 300 (KBES_MAX_TITLE_CHARS)" in (
-        too_long.output
-    )
+    assert "the name is 100000 characters; the limit is 300\n" in too_long.output
 
 
 @pytest.mark.parametrize(
@@ -121,3 +119,12 @@ def test_a_log_with_a_name_from_before_the_rule_still_loads(
     rows = listed.output.splitlines()[2:]
     assert len(rows) == 1 and rows[0].startswith(str(old.id))
     assert "Evil\\n" + FORGED in rows[0]
+
+
+def test_the_security_page_states_the_name_rule() -> None:
+    page = (Path(__file__).resolve().parent.parent / "docs" / "security.md").read_text()
+    assert f"no control or format characters, at most {NAME_CHARS} characters" in page
+    assert (
+        "`tests/test_kb_names.py::test_kbes_kb_create_refuses_a_bad_name_and_creates_nothing`"
+        in page
+    )

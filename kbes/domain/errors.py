@@ -280,7 +280,8 @@ class EmptyKey(InvalidArgument):
 
 
 class TooLong(InvalidArgument):
-    """`field` is `length` characters, over its `limit` (which the setting `variable` raises)."""
+    """`field` is `length` characters, over its `limit` (which the setting `variable` raises;
+    empty for a fixed limit, as a knowledge base's name has)."""
 
     def __init__(self, field: str, length: int, limit: int, variable: str) -> None:
         super().__init__(f"{field} is {length} characters, over {limit}", field=field)

@@ -7,7 +7,7 @@ from uuid import UUID, uuid4
 
 from eventsourcing.domain import Aggregate
 
-from kbes.domain.limits import DEFAULT_LIMITS, Limits, require_name
+from kbes.domain.limits import require_name
 
 
 class KnowledgeBase(Aggregate):
@@ -20,12 +20,12 @@ class KnowledgeBase(Aggregate):
         self.name = name
 
     @classmethod
-    def create(cls, name: str, *, at: datetime, limits: Limits = DEFAULT_LIMITS) -> KnowledgeBase:
+    def create(cls, name: str, *, at: datetime) -> KnowledgeBase:
         """A new knowledge base called `name` (blanks around it dropped), which must follow
         the title rule (`kbes.domain.limits.name_problem`). Checked here, for every door, and
         not in `__init__`, which also folds the log: a log written before the rule, with a
         name it refuses, still loads."""
-        return cls._create(cls.Created, name=require_name(name.strip(), limits), timestamp=at)
+        return cls._create(cls.Created, name=require_name(name.strip()), timestamp=at)
 
     @staticmethod
     def create_id(**_: object) -> UUID:

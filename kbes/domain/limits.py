@@ -17,9 +17,10 @@ on), and Cf (format characters: bidi overrides such as U+202E, zero-width spaces
 U+200C and U+200D (zero-width non-joiner and joiner), which Persian, Indic scripts and emoji
 sequences need to be spelled at all.
 
-A knowledge base's name follows the same rule, with the same limit (`title_chars`): it is the
-title of a knowledge base, shown one to a line by `kbes kb list` and to models, where a newline
-or a bidi override in it could forge a row or turn text around (`name_problem`)."""
+A knowledge base's name follows the same rule, at most `NAME_CHARS` long: it is the title of a
+knowledge base, shown one to a line by `kbes kb list` and to models, where a newline or a bidi
+override in it could forge a row or turn text around (`name_problem`). Its limit is fixed, not
+a setting: a store's title limit is for articles."""
 
 from __future__ import annotations
 
@@ -51,6 +52,8 @@ class Limits:
 
 
 DEFAULT_LIMITS = Limits()
+NAME_CHARS = 300
+"""The most characters a knowledge base's name may have."""
 """kbes's limits, where no settings say otherwise."""
 
 ENV_VARS = {
@@ -88,17 +91,23 @@ def title_problem(title: str, limits: Limits = DEFAULT_LIMITS) -> InvalidArgumen
     return _line_problem("title", title, limits)
 
 
-def name_problem(name: str, limits: Limits = DEFAULT_LIMITS) -> InvalidArgument | None:
+def name_problem(name: str) -> InvalidArgument | None:
     """What is wrong with a knowledge base's `name` under the title rule, or None."""
     if not name.strip():
         return BlankName()
-    return _line_problem("name", name, limits)
+    if len(name) > NAME_CHARS:
+        return TooLong("name", len(name), NAME_CHARS, "")
+    return _refused_character("name", name)
 
 
 def _line_problem(field: str, text: str, limits: Limits) -> InvalidArgument | None:
     """The title rule past blankness: the length limit, then no refused character."""
     if too_long := _over_limit(field, text, "title_chars", limits):
         return too_long
+    return _refused_character(field, text)
+
+
+def _refused_character(field: str, text: str) -> InvalidArgument | None:
     for position, char in enumerate(text):
         if char in ALLOWED_FORMAT:
             continue
@@ -119,9 +128,9 @@ def require_title(title: str, limits: Limits = DEFAULT_LIMITS) -> str:
     return title
 
 
-def require_name(name: str, limits: Limits = DEFAULT_LIMITS) -> str:
+def require_name(name: str) -> str:
     """`name` if it follows the title rule; an `invalid_argument` naming `name` otherwise."""
-    _refuse(name_problem(name, limits))
+    _refuse(name_problem(name))
     return name
 
 

@@ -21,7 +21,7 @@ class PeopleCommands(StoreCore):
         """A new knowledge base; its name follows the title rule (`BlankName`, `TooLong`,
         `TitleCharacter` naming `name` otherwise). Names need not be unique: ids tell
         knowledge bases apart (`knowledge_bases_named` finds those a name already has)."""
-        kb = KnowledgeBase.create(name, at=self.clock.now(), limits=self.limits)
+        kb = KnowledgeBase.create(name, at=self.clock.now())
         self.save(kb)
         self._known_knowledge_bases.add(kb.id)
         return kb.id
