@@ -4,8 +4,16 @@ from __future__ import annotations
 
 import click
 
-from kbes.cli.options import json_option, print_json, print_table, with_new_store, with_store
-from kbes.cli.refusals import BLANK_NAME
+from kbes.cli.options import (
+    json_option,
+    print_json,
+    print_table,
+    with_new_store,
+    with_store,
+)
+from kbes.cli.refusals import name_refusal, same_name
+from kbes.domain.limits import name_problem
+from kbes.server.approval import escape
 from kbes.store.application import KnowledgeBaseStore
 
 
@@ -15,9 +23,11 @@ def kb() -> None:
 
 
 def _name(ctx: click.Context, param: click.Parameter, value: str) -> str:
-    # Checked before the database is opened, so a refused name creates no database either.
-    if not value.strip():
-        raise click.BadParameter(BLANK_NAME, ctx=ctx, param=param)
+    # Checked before the database is opened, so a refused name creates no database either;
+    # the store checks the same rule again (kbes.domain.limits.name_problem).
+    fact = name_problem(value.strip())
+    if fact is not None:
+        raise click.BadParameter(name_refusal(fact), ctx=ctx, param=param)
     return value
 
 
@@ -30,7 +40,10 @@ def create(store: KnowledgeBaseStore, name: str, as_json: bool) -> None:
 
     Creates the database too if it does not exist yet (and says so on stderr): this is the one
     command that does, so a mistyped --db anywhere else is an error, not an empty store."""
+    named = store.knowledge_bases_named(name)
     kb_id = store.create_knowledge_base(name)
+    if named:
+        click.echo(same_name(name.strip(), named, str(kb_id)), err=True)
     if as_json:
         print_json({"knowledge_base_id": str(kb_id), "name": name.strip()})
     else:
@@ -49,5 +62,10 @@ def list_(store: KnowledgeBaseStore, as_json: bool) -> None:
         return
     print_table(
         ["knowledge_base_id", "name", "articles", "published", "created_at"],
-        [(r.knowledge_base_id, r.name, r.articles, r.published, r.created_at) for r in rows],
+        # A name from a log written before names had a rule may hold a newline or a bidi
+        # override: escaped, as the approval prompt shows text, so no row can forge another.
+        [
+            (r.knowledge_base_id, escape(r.name), r.articles, r.published, r.created_at)
+            for r in rows
+        ],
     )

@@ -6,6 +6,7 @@ the agent contract's, `kbes.tools.refusals`.)"""
 from __future__ import annotations
 
 import shlex
+from collections.abc import Sequence
 
 from kbes.domain.errors import (
     AlreadyPublished,
@@ -38,7 +39,8 @@ from kbes.store.settings import VIEWS_ENV
 
 BLANK_NAME = "a knowledge base needs a non-empty name"
 
-_WHAT = {"title": "the title", "content": "the content"}
+_WHAT = {"title": "the title", "content": "the content", "name": "the name"}
+_PLURAL = {"title": "titles", "name": "knowledge-base names"}
 
 
 def refusal(e: KbesError) -> str:
@@ -93,15 +95,16 @@ def problem(fact: InvalidArgument) -> str:
     if isinstance(fact, BlankTitle):
         return "the title is blank; give a few words saying what the article is about"
     if isinstance(fact, TitleCharacter):
+        what = _WHAT.get(fact.field, fact.field)
         return (
-            f"the title has the control or format character U+{ord(fact.char):04X} "
-            f"(category {fact.category}) at position {fact.position}; titles are one line of "
-            "visible text, so remove it"
+            f"{what} has the control or format character U+{ord(fact.char):04X} "
+            f"(category {fact.category}) at position {fact.position}; "
+            f"{_PLURAL.get(fact.field, 'they')} are one line of visible text, so remove it"
         )
     if isinstance(fact, TooLong):
         return (
             f"{_WHAT.get(fact.field, fact.field)} is {fact.length} characters; "
-            f"the limit is {fact.limit} ({fact.variable})"
+            f"the limit is {fact.limit}" + (f" ({fact.variable})" if fact.variable else "")
         )
     if isinstance(fact, NotATime):
         return (
@@ -109,6 +112,21 @@ def problem(fact: InvalidArgument) -> str:
             "pass e.g. 2026-11-30T09:00:00.000000Z"
         )
     return fact.message
+
+
+def name_refusal(fact: InvalidArgument) -> str:
+    """A knowledge base's name refused by the title rule (`kbes.domain.limits.name_problem`)."""
+    return BLANK_NAME if isinstance(fact, BlankName) else problem(fact)
+
+
+def same_name(name: str, ids: Sequence[str], new_id: str) -> str:
+    """The warning of `kbes kb create` when the name is already a knowledge base's."""
+    named = ", ".join(ids)
+    return (
+        f"warning: {'a knowledge base is' if len(ids) == 1 else f'{len(ids)} knowledge bases are'}"
+        f" already named {name!r} ({named}); created another, {new_id}. Names need not be "
+        "unique: tell them apart by id, in grants and citations alike"
+    )
 
 
 def no_version(article_id: str, e: VersionNotFound) -> str:

@@ -3,6 +3,7 @@ while the log still carries true simulated timestamps."""
 
 from __future__ import annotations
 
+import re
 import threading
 from datetime import UTC, datetime, timedelta
 from typing import Protocol
@@ -71,12 +72,53 @@ def timestamp_text(value: datetime | str) -> str:
     return format_timestamp(value)
 
 
+_RFC3339 = re.compile(
+    r"\d{4}-\d{2}-\d{2}[Tt ]\d{2}:\d{2}:\d{2}(?:\.(?P<fraction>\d+))?"
+    r"(?P<offset>[Zz]|[+-]\d{2}:?\d{2})?",
+    re.ASCII,
+)
+"""RFC 3339's date-time, as the tools' wire (msgspec) reads it: seconds required, `T`, `t` or
+a space between date and time, `Z` or a `+hh:mm` offset (the colon optional). The offset is
+optional here only so that its absence is refused in words of its own."""
+
+
 def parse_timestamp(text: str) -> datetime:
-    """Parse an RFC 3339 timestamp with an offset; naive times are refused."""
-    instant = datetime.fromisoformat(text.replace("Z", "+00:00").replace("z", "+00:00"))
-    if instant.tzinfo is None:
+    """Parse an RFC 3339 timestamp with an offset: the one reading of a version (or any time)
+    at every door, the tools' included (`kbes.tools.tool`). Refused (ValueError): naive
+    times, other ISO 8601 forms (`20261201T200000Z`, no seconds), and a fraction finer than a
+    microsecond, since a version is a microsecond and rounding or truncating such a time
+    would name a version the text does not (trailing zeros past the sixth digit are exact,
+    and read as they are)."""
+    found = _RFC3339.fullmatch(text)
+    if found is None:
+        raise ValueError(
+            f"timestamp {text!r} is not RFC 3339: write YYYY-MM-DDTHH:MM:SS, an optional "
+            "fraction of a second, then Z or an offset such as +01:00"
+        )
+    if found["offset"] is None:
         raise ValueError(f"timestamp {text!r} has no UTC offset; add 'Z' or '+00:00'")
+    fraction = found["fraction"] or ""
+    if fraction[6:].strip("0"):
+        raise ValueError(
+            f"timestamp {text!r} has {len(fraction)} fractional digits, finer than a "
+            "microsecond: versions are exact to the microsecond (six digits), so pass the "
+            "citation's updated_at as it was given"
+        )
+    if len(fraction) > 6:
+        start = found.start("fraction")
+        text = text[: start + 6] + text[found.end("fraction") :]
+    try:
+        instant = datetime.fromisoformat(text.replace("Z", "+00:00").replace("z", "+00:00"))
+    except ValueError as e:  # a month 13, a second 60
+        raise ValueError(f"timestamp {text!r}: {e}") from None
     return to_utc(instant, text)
+
+
+def sub_microsecond(text: str) -> bool:
+    """Whether `text` is an RFC 3339 time whose fraction is finer than a microsecond (which
+    `parse_timestamp` refuses, and msgspec would round)."""
+    found = _RFC3339.fullmatch(text)
+    return found is not None and bool((found["fraction"] or "")[6:].strip("0"))
 
 
 def to_utc(instant: datetime, text: str | None = None) -> datetime:

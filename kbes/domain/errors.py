@@ -106,6 +106,12 @@ class Busy(KbesError):
     code = "busy"
 
 
+class TooLargeToDiff(KbesError):
+    """Two versions differ too much, too intricately, for a diff in bounded time."""
+
+    code = "too_large_to_diff"
+
+
 class InternalError(KbesError):
     """An unexpected failure; details are in the server's log, never on the wire."""
 
@@ -254,11 +260,12 @@ class BlankTitle(InvalidArgument):
 
 
 class TitleCharacter(InvalidArgument):
-    """A title holding `char`, of a refused Unicode `category`, at `position`."""
+    """A title (or, as `field` says, a knowledge base's name) holding `char`, of a refused
+    Unicode `category`, at `position`."""
 
-    def __init__(self, char: str, category: str, position: int) -> None:
-        super().__init__(f"title has U+{ord(char):04X} ({category}) at {position}", field="title")
-        self.field = "title"
+    def __init__(self, char: str, category: str, position: int, field: str = "title") -> None:
+        super().__init__(f"{field} has U+{ord(char):04X} ({category}) at {position}", field=field)
+        self.field = field
         self.char = char
         self.category = category
         self.position = position
@@ -273,7 +280,8 @@ class EmptyKey(InvalidArgument):
 
 
 class TooLong(InvalidArgument):
-    """`field` is `length` characters, over its `limit` (which the setting `variable` raises)."""
+    """`field` is `length` characters, over its `limit` (which the setting `variable` raises;
+    empty for a fixed limit, as a knowledge base's name has)."""
 
     def __init__(self, field: str, length: int, limit: int, variable: str) -> None:
         super().__init__(f"{field} is {length} characters, over {limit}", field=field)
@@ -281,3 +289,18 @@ class TooLong(InvalidArgument):
         self.length = length
         self.limit = limit
         self.variable = variable
+
+
+class DiffTooLarge(TooLargeToDiff):
+    """Diffing `old_lines` lines into `new_lines` would take more than `budget` matcher steps
+    (`kbes.log.line_diff`): the two texts differ too much, too intricately, to diff."""
+
+    def __init__(self, old_lines: int, new_lines: int, budget: int) -> None:
+        super().__init__(
+            f"diffing {old_lines} lines into {new_lines} takes over {budget} steps",
+            old_lines=old_lines,
+            new_lines=new_lines,
+        )
+        self.old_lines = old_lines
+        self.new_lines = new_lines
+        self.budget = budget

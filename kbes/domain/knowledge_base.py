@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+from datetime import datetime
 from uuid import UUID, uuid4
 
 from eventsourcing.domain import Aggregate
+
+from kbes.domain.limits import require_name
 
 
 class KnowledgeBase(Aggregate):
@@ -15,6 +18,14 @@ class KnowledgeBase(Aggregate):
 
     def __init__(self, name: str) -> None:
         self.name = name
+
+    @classmethod
+    def create(cls, name: str, *, at: datetime) -> KnowledgeBase:
+        """A new knowledge base called `name` (blanks around it dropped), which must follow
+        the title rule (`kbes.domain.limits.name_problem`). Checked here, for every door, and
+        not in `__init__`, which also folds the log: a log written before the rule, with a
+        name it refuses, still loads."""
+        return cls._create(cls.Created, name=require_name(name.strip()), timestamp=at)
 
     @staticmethod
     def create_id(**_: object) -> UUID:

@@ -15,14 +15,26 @@ hides what follows. Refused are the Unicode categories Cc (controls: NUL, tab, n
 Cs (lone surrogates), Zl and Zp (line and paragraph separators, which `str.splitlines` splits
 on), and Cf (format characters: bidi overrides such as U+202E, zero-width spaces, the BOM), except
 U+200C and U+200D (zero-width non-joiner and joiner), which Persian, Indic scripts and emoji
-sequences need to be spelled at all."""
+sequences need to be spelled at all.
+
+A knowledge base's name follows the same rule, at most `NAME_CHARS` long: it is the title of a
+knowledge base, shown one to a line by `kbes kb list` and to models, where a newline or a bidi
+override in it could forge a row or turn text around (`name_problem`). Its limit is fixed, not
+a setting: a store's title limit is for articles."""
 
 from __future__ import annotations
 
 import unicodedata
 from dataclasses import dataclass
 
-from kbes.domain.errors import BlankTitle, EmptyKey, InvalidArgument, TitleCharacter, TooLong
+from kbes.domain.errors import (
+    BlankName,
+    BlankTitle,
+    EmptyKey,
+    InvalidArgument,
+    TitleCharacter,
+    TooLong,
+)
 
 REFUSED_CATEGORIES = frozenset({"Cc", "Cs", "Zl", "Zp", "Cf"})
 """Unicode general categories a title may not contain (but see `ALLOWED_FORMAT`)."""
@@ -40,6 +52,8 @@ class Limits:
 
 
 DEFAULT_LIMITS = Limits()
+NAME_CHARS = 300
+"""The most characters a knowledge base's name may have."""
 """kbes's limits, where no settings say otherwise."""
 
 ENV_VARS = {
@@ -74,14 +88,32 @@ def title_problem(title: str, limits: Limits = DEFAULT_LIMITS) -> InvalidArgumen
     is."""
     if not title.strip():
         return BlankTitle()
-    if too_long := _over_limit("title", title, "title_chars", limits):
+    return _line_problem("title", title, limits)
+
+
+def name_problem(name: str) -> InvalidArgument | None:
+    """What is wrong with a knowledge base's `name` under the title rule, or None."""
+    if not name.strip():
+        return BlankName()
+    if len(name) > NAME_CHARS:
+        return TooLong("name", len(name), NAME_CHARS, "")
+    return _refused_character("name", name)
+
+
+def _line_problem(field: str, text: str, limits: Limits) -> InvalidArgument | None:
+    """The title rule past blankness: the length limit, then no refused character."""
+    if too_long := _over_limit(field, text, "title_chars", limits):
         return too_long
-    for position, char in enumerate(title):
+    return _refused_character(field, text)
+
+
+def _refused_character(field: str, text: str) -> InvalidArgument | None:
+    for position, char in enumerate(text):
         if char in ALLOWED_FORMAT:
             continue
         category = unicodedata.category(char)
         if category in REFUSED_CATEGORIES:
-            return TitleCharacter(char, category, position)
+            return TitleCharacter(char, category, position, field)
     return None
 
 
@@ -94,6 +126,12 @@ def require_title(title: str, limits: Limits = DEFAULT_LIMITS) -> str:
     """`title` if it follows the title rule; an `invalid_argument` naming `title` otherwise."""
     _refuse(title_problem(title, limits))
     return title
+
+
+def require_name(name: str) -> str:
+    """`name` if it follows the title rule; an `invalid_argument` naming `name` otherwise."""
+    _refuse(name_problem(name))
+    return name
 
 
 def content_problem(content: str, limits: Limits = DEFAULT_LIMITS) -> InvalidArgument | None:

@@ -15,6 +15,7 @@ relied on) is classified by replaying an event source (the live store or an expo
 
 from __future__ import annotations
 
+import codecs
 from collections.abc import Iterable, Sequence
 from datetime import datetime
 from typing import Any
@@ -87,10 +88,13 @@ def parse_citations(
     """Citations with their line numbers; blank lines are skipped. A line that is not a JSON
     object with string `knowledge_base_id`, `article_id` and `updated_at` raises
     `CitationsFormatError`. Values are not checked here: a citation naming nothing is `invalid`,
-    which is an audit finding, not a file error."""
+    which is an audit finding, not a file error. A UTF-8 byte-order mark starting the file (as
+    some Windows editors write) is skipped; a UTF-16 one is named, since the file is not UTF-8."""
     decoder = msgspec.json.Decoder(CitationLine)
     out: list[tuple[int, CitationLine]] = []
     for number, raw in enumerate(lines, start=1):
+        if number == 1:
+            raw = _without_bom(raw, name)
         if not raw.strip():
             continue
         try:
@@ -109,6 +113,18 @@ def parse_citations(
             )
         out.append((number, citation))
     return out
+
+
+def _without_bom(first: bytes | str, name: str) -> bytes | str:
+    """The first line of a citations file without a UTF-8 byte-order mark."""
+    if isinstance(first, str):
+        return first.removeprefix("\ufeff")
+    if first.startswith((codecs.BOM_UTF16_LE, codecs.BOM_UTF16_BE)):
+        raise CitationsFormatError(
+            f"{name} line 1: the file starts with a UTF-16 byte-order mark, so it is UTF-16 "
+            "text; save it as UTF-8 (JSON Lines are UTF-8)"
+        )
+    return first.removeprefix(codecs.BOM_UTF8)
 
 
 def audit(

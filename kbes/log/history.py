@@ -20,6 +20,7 @@ from kbes.domain.article import EVENT_CLASSES, PUBLISHING, Article, in_feed, mar
 from kbes.domain.clock import format_timestamp, parse_timestamp
 from kbes.domain.errors import NotATime, NotFound, VersionNotFound
 from kbes.domain.ids import parse_id
+from kbes.log.line_diff import bounded_unified_diff
 from kbes.store.application import KnowledgeBaseStore
 
 CONTENT_EVENTS = frozenset({"saved", "retitled"})
@@ -261,17 +262,20 @@ def article_at(
     return History.of(store).article_at(article_id, updated_at)
 
 
-def unified_diff(old: ArticleState, new: ArticleState, *, context: int = 3) -> str:
+def unified_diff(
+    old: ArticleState, new: ArticleState, *, context: int = 3, budget: int | None = None
+) -> str:
     """A unified diff of the article from `old` to `new`, labelled `<article_id>@<updated_at>`;
-    empty when title and content are the same."""
-    lines = difflib.unified_diff(
-        markdown(old.title, old.content).splitlines(),
-        markdown(new.title, new.content).splitlines(),
-        fromfile=f"{old.article_id}@{old.updated_at}",
-        tofile=f"{new.article_id}@{new.updated_at}",
-        n=context,
-        lineterm="",
-    )
+    empty when title and content are the same. With a `budget`, `DiffTooLarge` when the diff
+    would take more than that many matcher steps (`kbes.log.line_diff`)."""
+    a = markdown(old.title, old.content).splitlines()
+    b = markdown(new.title, new.content).splitlines()
+    names = {"fromfile": f"{old.article_id}@{old.updated_at}"}
+    names["tofile"] = f"{new.article_id}@{new.updated_at}"
+    if budget is None:
+        lines = list(difflib.unified_diff(a, b, n=context, lineterm="", **names))
+    else:
+        lines = bounded_unified_diff(a, b, n=context, budget=budget, **names)
     text = "\n".join(lines)
     return f"{text}\n" if text else ""
 

@@ -15,7 +15,6 @@ The agent writes the arguments, so nothing in them may pass for the prompt's own
 
 from __future__ import annotations
 
-import difflib
 import re
 import unicodedata
 from uuid import UUID
@@ -24,7 +23,13 @@ import msgspec
 from msgspec import UNSET
 
 from kbes.domain.clock import format_timestamp
-from kbes.domain.errors import ArticleNotFound, ArticleUnpublished, KnowledgeBaseNotFound
+from kbes.domain.errors import (
+    ArticleNotFound,
+    ArticleUnpublished,
+    DiffTooLarge,
+    KnowledgeBaseNotFound,
+)
+from kbes.log.line_diff import bounded_unified_diff
 from kbes.store.application import KnowledgeBaseStore
 from kbes.store.results import CurrentArticle
 from kbes.tools.tool import Admitted
@@ -71,10 +76,15 @@ class Lines:
         self.hidden_lines = 0
         self.hidden_chars = 0
 
+    @property
+    def full(self) -> bool:
+        """Whether every further line is only counted (so need not be escaped first)."""
+        return bool(self.hidden_lines) or self.left <= 0
+
     def add(self, line: str, *, counted: int | None = None) -> None:
         """Add `line` (already escaped); `counted` is its length before escaping."""
         size = len(line) if counted is None else counted
-        if self.hidden_lines or self.left <= 0:
+        if self.full:
             self.hidden_lines += 1
             self.hidden_chars += size
             return
@@ -160,11 +170,21 @@ def edit_summary(request: EditRequest, current: CurrentArticle | str) -> str:
     if current.content == request.content:
         lines.add("Content unchanged.")
         return lines.text()
+    try:
+        changed = bounded_unified_diff(old, new, n=0)
+    except DiffTooLarge:
+        lines.add(
+            "Changed lines: too many, in too many places, for kbes to list them here; "
+            "decline if you need to see them."
+        )
+        return lines.text()
     lines.add("Changed lines (- now, + after; \\t, \\u202e and the like are hidden characters):")
     # The first two lines name the files; a hunk's `@@` line says where the change is.
-    for line in list(difflib.unified_diff(old, new, n=0, lineterm=""))[2:]:
+    for line in changed[2:]:
         if line.startswith("@@"):
             lines.add(f"    {line}")
-            continue
-        lines.add(f"    {line[0]} {escape(line[1:])}", counted=len(line) - 1)
+        elif lines.full:  # counted only: no need to escape what is not shown
+            lines.add("", counted=len(line) - 1)
+        else:
+            lines.add(f"    {line[0]} {escape(line[1:])}", counted=len(line) - 1)
     return lines.text()

@@ -14,8 +14,8 @@ from __future__ import annotations
 import functools
 import logging
 import socket
-from collections.abc import Iterable, Sequence
-from typing import Any
+from collections.abc import Callable, Iterable, Sequence
+from typing import Any, TypeVar
 
 import anyio
 import anyio.to_thread
@@ -52,6 +52,7 @@ from kbes.tools.refusals import (
 )
 
 logger = logging.getLogger(__name__)
+T = TypeVar("T")
 
 APPROVAL_KEY = "kbes_approve_write"
 """The key of the approval question inside an `InputRequiredResult` (protocol 2026-07-28)."""
@@ -63,6 +64,10 @@ APPROVAL_SCHEMA: dict[str, Any] = {"type": "object", "properties": {}}
 STORE_THREADS = 4
 """Tool calls run SQLite work in worker threads; fewer than the store's connection pool (5), so
 a burst of calls queues here instead of timing out on the pool."""
+HEAVY_THREADS = 1
+"""Of those, how many may run heavy work at once (a diff, an approval prompt's diff): each is
+bounded (`kbes.log.line_diff`), and one at a time leaves the other threads, and most of the
+GIL, to searches and reads."""
 
 
 # The server ------------------------------------------------------------------------------------
@@ -100,6 +105,7 @@ class KbesMCP:
         self.tokens = tokens
         self._listing = [mcp_tool(tool, store.limits) for tool in self.tools.values()]
         self._limiter = anyio.CapacityLimiter(STORE_THREADS)
+        self._heavy = anyio.CapacityLimiter(HEAVY_THREADS)
         # Articles as resources under the caller's grants, and push on change (issue 14).
         self.tail, resources = resource_handlers(
             store, self._caller_grants, self._limiter, push_interval=push_interval
@@ -162,13 +168,26 @@ class KbesMCP:
             if question is not None:
                 return question
         try:
-            result = await anyio.to_thread.run_sync(call.answer, self.store, limiter=self._limiter)
+            if tool.heavy:
+                async with self._heavy:
+                    result = await self._in_thread(call.answer, self.store)
+            else:
+                result = await self._in_thread(call.answer, self.store)
         except KbesError:
             raise
         except Exception:
             logger.exception("tool %s failed", tool.name)
             raise internal_error(tool.name) from None
         return with_links(ok_result(result), result)
+
+    async def _in_thread(self, function: Callable[..., T], *args: Any) -> T:
+        """`function(*args)` in one of the store's worker threads."""
+        return await anyio.to_thread.run_sync(function, *args, limiter=self._limiter)
+
+    async def _approval_message(self, call: Admitted) -> str:
+        """The approval prompt, read through the store: heavy work (it diffs the content)."""
+        async with self._heavy:
+            return await self._in_thread(approval_message, call, self.store)
 
     def _caller_name(self) -> str:
         """The NAME of the caller's token (HTTP with --tokens), else who the transport says."""
@@ -203,11 +222,7 @@ class KbesMCP:
         if not client_can_elicit(ctx.session.client_capabilities):
             raise approval_required(name, "unsupported")
         # The prompt shows the article as it is now, read through the store (in a worker).
-        message = functools.partial(
-            anyio.to_thread.run_sync,
-            functools.partial(approval_message, call, self.store),
-            limiter=self._limiter,
-        )
+        message = functools.partial(self._approval_message, call)
         if ctx.protocol_version in MODERN_PROTOCOL_VERSIONS:
             answer = (params.input_responses or {}).get(APPROVAL_KEY)
             if answer is None or params.request_state != APPROVAL_STATE:

@@ -9,7 +9,7 @@ from uuid import UUID
 
 from kbes.domain.article import Article
 from kbes.domain.clock import next_timestamp
-from kbes.domain.errors import ArticleElsewhere, BlankName, NothingToSave
+from kbes.domain.errors import ArticleElsewhere, NothingToSave
 from kbes.domain.knowledge_base import KnowledgeBase
 from kbes.store.core import StoreCore
 
@@ -18,10 +18,10 @@ class PeopleCommands(StoreCore):
     """The commands the CLI, imports and simulations give on a person's behalf."""
 
     def create_knowledge_base(self, name: str) -> UUID:
-        name = name.strip()
-        if not name:
-            raise BlankName()
-        kb = KnowledgeBase._create(KnowledgeBase.Created, name=name, timestamp=self.clock.now())
+        """A new knowledge base; its name follows the title rule (`BlankName`, `TooLong`,
+        `TitleCharacter` naming `name` otherwise). Names need not be unique: ids tell
+        knowledge bases apart (`knowledge_bases_named` finds those a name already has)."""
+        kb = KnowledgeBase.create(name, at=self.clock.now())
         self.save(kb)
         self._known_knowledge_bases.add(kb.id)
         return kb.id

@@ -97,6 +97,14 @@ class Queries(StoreCore):
             for r in self.views.knowledge_bases()
         ]
 
+    def knowledge_bases_named(self, name: str) -> list[str]:
+        """The ids of the knowledge bases called `name` (blanks around it dropped, as a new
+        knowledge base's name is), oldest first: a name need not be unique, so a door can warn
+        before it gives a second knowledge base the same one."""
+        self.catch_up()
+        wanted = name.strip()
+        return [kb.knowledge_base_id for kb in self.knowledge_bases() if kb.name == wanted]
+
     def articles(self, knowledge_base_id: UUID | str) -> list[ArticleSummary]:
         """Every article of the knowledge base, drafts and unpublished ones included, by
         title; `not_found` if there is no such knowledge base."""

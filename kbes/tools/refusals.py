@@ -13,6 +13,7 @@ from kbes.domain.errors import (
     ApprovalRequired,
     ArticleChanged,
     BlankTitle,
+    DiffTooLarge,
     EditDeclined,
     EditsDisabled,
     EmptyKey,
@@ -26,6 +27,7 @@ from kbes.domain.errors import (
     NotATime,
     NotFound,
     TitleCharacter,
+    TooLargeToDiff,
     TooLong,
     UnsupportedResourceType,
     VersionConflict,
@@ -113,6 +115,21 @@ def never_published_at(article_id: object, since_version: str) -> InvalidVersion
         "read could have cited it; check since_version against the citation's updated_at, "
         "or read the article again",
         since_version=since_version,
+    )
+
+
+def too_large_to_diff(
+    e: DiffTooLarge, article_id: object, since_version: str, updated_at: str
+) -> TooLargeToDiff:
+    """A diff whose two versions differ too much, too intricately, to diff in bounded time."""
+    return TooLargeToDiff(
+        f"article {article_id} changed too much since {since_version} to diff: its "
+        f"{e.old_lines} lines then and {e.new_lines} lines now differ in too many places. "
+        "Call read_knowledge_article to read it as it is now, and cite that read's citation.",
+        since_version=since_version,
+        updated_at=updated_at,
+        old_lines=e.old_lines,
+        new_lines=e.new_lines,
     )
 
 

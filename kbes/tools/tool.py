@@ -7,6 +7,7 @@ parses the arguments and checks the grants (nothing is read or written yet), and
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
@@ -14,10 +15,11 @@ from uuid import UUID
 
 import msgspec
 
-from kbes.domain.errors import InvalidArgument
+from kbes.domain.clock import parse_timestamp, sub_microsecond
+from kbes.domain.errors import InvalidArgument, NotATime
 from kbes.domain.limits import DEFAULT_LIMITS, Limits, encodes
 from kbes.tools.grants import Grants, admit
-from kbes.tools.refusals import invalid_argument, not_unicode
+from kbes.tools.refusals import invalid_argument, not_a_time, not_unicode
 from kbes.tools.wire import Request
 
 if TYPE_CHECKING:
@@ -52,7 +54,9 @@ def knowledge_base_of(request: NamesKnowledgeBase) -> str:
 class Tool:
     """One agent tool: its contract, and `answer`, which runs it on a knowledge base the
     caller's grants admitted. `scope` reads that knowledge base's id off a request (raising a
-    `KbesError` when the request cannot name one, as a poll of an unknown resource type)."""
+    `KbesError` when the request cannot name one, as a poll of an unknown resource type).
+    `heavy`: an answer may keep a CPU busy for a while (a diff, bounded as it is), so a server
+    runs such calls one at a time, beside the others rather than in their place."""
 
     name: str
     title: str
@@ -62,6 +66,7 @@ class Tool:
     annotations: dict[str, bool]
     answer: Callable[[KnowledgeBaseStore, Any, UUID], msgspec.Struct] = field(repr=False)
     scope: Callable[[Any], str] = field(default=knowledge_base_of, repr=False)
+    heavy: bool = False
 
     def request_type(self, limits: Limits = DEFAULT_LIMITS) -> type[msgspec.Struct]:
         """The request struct as a store with `limits` (its `store.limits`) takes it; an extra
@@ -85,14 +90,17 @@ class Tool:
         request = self.request_type(limits)
         try:
             if isinstance(arguments, bytes | str):
-                return msgspec.json.decode(arguments, type=request)
-            return msgspec.convert(arguments or {}, request)
+                parsed = msgspec.json.decode(arguments, type=request)
+            else:
+                parsed = msgspec.convert(arguments or {}, request)
         except (msgspec.ValidationError, msgspec.DecodeError) as e:
             raise invalid_argument(e) from None
         except UnicodeEncodeError:
             # msgspec encodes a string to UTF-8 to parse it as a date-time, and a lone
             # surrogate ("\ud800", which JSON can escape) has no UTF-8 form.
             raise lone_surrogate(arguments) from None
+        refuse_sub_microsecond(request, arguments)
+        return parsed
 
     @property
     def writes(self) -> bool:
@@ -137,6 +145,38 @@ class Admitted:
     def answer(self, store: KnowledgeBaseStore) -> msgspec.Struct:
         """The second step: run the tool on the store (raising its `KbesError` refusals)."""
         return self.tool.answer(store, self.request, self.knowledge_base)
+
+
+@functools.cache
+def time_fields(request: type[msgspec.Struct]) -> tuple[tuple[str, str], ...]:
+    """(name, JSON key) of each date-time field of `request` (a version, in the five tools)."""
+    return tuple(
+        (f.name, f.encode_name)
+        for f in msgspec.inspect.type_info(request).fields  # type: ignore[attr-defined]
+        if isinstance(getattr(f.type, "type", f.type), msgspec.inspect.DateTimeType)
+    )
+
+
+def refuse_sub_microsecond(
+    request: type[msgspec.Struct], arguments: dict[str, Any] | bytes | str | None
+) -> None:
+    """`invalid_argument` for a date-time argument finer than a microsecond, which msgspec
+    rounds to the nearest one: a version so rounded could name a version the text does not,
+    and every other door refuses it (`kbes.domain.clock.parse_timestamp`)."""
+    fields = time_fields(request)
+    if not fields or not arguments:
+        return
+    if isinstance(arguments, bytes | str):
+        arguments = msgspec.json.decode(arguments, type=dict[str, msgspec.Raw])
+    for name, key in fields:
+        raw = arguments.get(key)
+        if isinstance(raw, msgspec.Raw):
+            raw = msgspec.json.decode(raw)
+        if isinstance(raw, str) and sub_microsecond(raw):
+            try:
+                parse_timestamp(raw)
+            except ValueError as e:
+                raise not_a_time(NotATime(raw, str(e), name)) from None
 
 
 def lone_surrogate(arguments: Any) -> InvalidArgument:
