@@ -113,3 +113,44 @@ def test_two_imports_of_one_folder_at_once_both_finish(database: str, tmp_path: 
             "0 added, 0 saved, 0 published, 300 unchanged",
             "300 added, 0 saved, 300 published, 0 unchanged",
         ]
+
+
+def test_a_save_that_keeps_losing_says_so_in_one_line(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Where the write still cannot land after every try, the person reads one line and
+    nothing is written. Every try is made to lose (another writer always first)."""
+    from click.testing import CliRunner
+    from eventsourcing.persistence import IntegrityError
+
+    from kbes import KnowledgeBaseStore
+    from kbes.cli import main
+    from kbes.store import commands
+
+    db = tmp_path / "kbes.sqlite"
+    store = open_store(db)
+    kb = str(store.create_knowledge_base("Support"))
+    article = str(store.add_article(kb, "Refunds", "Refunds take five days.", publish=True))
+    head = store.head()
+    store.close()
+    tries: list[int] = []
+
+    def always_taken(self: KnowledgeBaseStore, *objs: object, **kwargs: object) -> None:
+        tries.append(1)
+        raise IntegrityError("UNIQUE constraint failed: stored_events.originator_id")
+
+    monkeypatch.setattr(KnowledgeBaseStore, "save", always_taken)
+    result = CliRunner().invoke(
+        main, ["article", "save", "--kb", kb, article, "--content", "New", "--db", str(db)]
+    )
+    assert result.exit_code == 1
+    assert result.stderr == (
+        f"Error: busy: another process wrote article {article} first each of the "
+        f"{commands.WRITE_ATTEMPTS} times this command tried (each time on the article as it "
+        "then stood); nothing was written, run the command again\n"
+    )
+    assert len(tries) == commands.WRITE_ATTEMPTS
+    monkeypatch.undo()
+    store = open_store(db)
+    assert store.head() == head
+    store.close()
