@@ -27,8 +27,9 @@ pytestmark = pytest.mark.slow
 
 FILES = 3_000
 IMPORTS = 10
-LIMIT = 180
-"""Seconds one import may take on a shared machine; a quiet one takes about 10."""
+LIMIT = 300
+"""Seconds one import may take on a busy shared machine (a quiet one takes about 10; one
+hung by the pipeline never finishes)."""
 KBES = [sys.executable, "-c", "from kbes.cli import main; main()"]
 
 
