@@ -92,9 +92,9 @@ class BoundedWaitDatastore(PostgresDatastore):
             if not isinstance(e.__cause__, PoolTimeout):
                 raise
             raise Unavailable(
-                "the store cannot reach its PostgreSQL log: no connection within "
-                f"{self.pool.timeout:g} s (POSTGRES_CONNECT_TIMEOUT); nothing was written, "
-                "retry later"
+                "the store got no connection to its PostgreSQL log within "
+                f"{self.pool.timeout:g} s (POSTGRES_CONNECT_TIMEOUT): the server is down or "
+                "unreachable, or every connection stayed busy; nothing was written, retry later"
             ) from e
 
 
