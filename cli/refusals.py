@@ -24,6 +24,7 @@ from kbes.domain.errors import (
     TitleCharacter,
     TooLong,
     VersionNotFound,
+    WriteContended,
 )
 from kbes.log.importer import (
     FileBecameLink,
@@ -85,6 +86,13 @@ def words(e: KbesError) -> str:
     if isinstance(e, FileRefused):
         what = "its `# ` heading or file name" if e.details.get("field") == "title" else "it"
         return f"{shown(e.name)}: {problem(e.cause)}; fix {what} and import again"
+    if isinstance(e, WriteContended):
+        what = f"article {e.article_id}" if e.article_id is not None else "its articles"
+        return (
+            f"another process wrote {what} first each of the {e.attempts} times this command "
+            "tried (each time on the article as it then stood); nothing was written, run the "
+            "command again"
+        )
     if isinstance(e, InvalidArgument):
         return problem(e)
     return e.message

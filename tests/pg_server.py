@@ -80,6 +80,7 @@ class PgServer:
         self._tmp: Path | None = None
         self._bindir: Path | None = None
         self._databases = 0
+        self._start_options = ""
 
     def start(self) -> PgServer:
         external = os.environ.get(EXTERNAL_URL_ENV)
@@ -130,6 +131,7 @@ class PgServer:
                 check=False,
             )
             if started.returncode == 0:
+                self._start_options = f"{options} -p {port}"
                 self.admin_url = f"postgresql://postgres:postgres@127.0.0.1:{port}/postgres"
                 return self
         log = (self._tmp / "server.log").read_text(errors="replace")[-2000:]
@@ -143,6 +145,33 @@ class PgServer:
         with psycopg.connect(self.admin_url, autocommit=True) as conn:
             conn.execute(sql.SQL("CREATE DATABASE {}").format(sql.Identifier(name)))
         return urlsplit(self.admin_url)._replace(path=f"/{name}").geturl()
+
+    def can_pause(self) -> bool:
+        """Whether this cluster was started here (not `KBES_TEST_POSTGRES_URL`'s server)."""
+        return self._tmp is not None
+
+    def pause(self) -> None:
+        """Stop the server as an operator would (`pg_ctl -m fast stop`), keeping its data:
+        clients see their connections end and new ones refused."""
+        assert self._tmp is not None, "only a cluster started here can be paused"
+        self._run("pg_ctl", "-D", str(self._tmp / "data"), "-m", "fast", "-w", "stop")
+
+    def resume(self) -> None:
+        """Start the paused server again, on the same port with the same data."""
+        assert self._tmp is not None, "only a cluster started here can be resumed"
+        self._run(
+            "pg_ctl",
+            "-D",
+            str(self._tmp / "data"),
+            "-l",
+            str(self._tmp / "server.log"),
+            "-o",
+            self._start_options,
+            "-w",
+            "-t",
+            "30",
+            "start",
+        )
 
     def stop(self) -> None:
         if self._tmp is None:

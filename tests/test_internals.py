@@ -120,3 +120,17 @@ def test_no_other_module_names_the_private_names() -> None:
         if re.search(rf"(?<!\w){name}(?!\w)", path.read_text(encoding="utf-8"))
     ]
     assert offenders == []
+
+
+def test_the_postgres_datastore_is_built_plain_then_adopted() -> None:
+    """kbes.store.internals.adopt_class: the factory still builds eventsourcing's own
+    datastore, and kbes's subclass only overrides methods."""
+    postgres = pytest.importorskip("eventsourcing.postgres", reason="psycopg not installed")
+    from kbes.store.postgres import BoundedWaitDatastore
+
+    built = inspect.getsource(postgres.BasePostgresFactory.__init__)
+    assert "self.datastore = PostgresDatastore(" in built
+    assert BoundedWaitDatastore.__mro__[1] is postgres.PostgresDatastore
+    assert "__init__" not in vars(BoundedWaitDatastore)
+    pool = inspect.signature(postgres.ConnectionPool.__init__).parameters
+    assert {"reconnect_timeout", "kwargs"} <= set(pool)  # what the factory sets on its pool

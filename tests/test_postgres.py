@@ -281,12 +281,15 @@ def test_events_and_feed_rows_commit_together(pg_store: KnowledgeBaseStore, pg_u
     kb = str(store.create_knowledge_base("Support"))
     article = str(store.add_article(kb, "Billing", "Invoices are monthly."))
     events = pg_value(pg_url, f"SELECT count(*) FROM {EVENTS_TABLE}")
-    # Occupy the feed row the next event will need, so only the feed insert fails.
+    # Occupy the feed rows the next events will need, so only the feed insert fails. (A
+    # person's publish would try again on a fresh load, and succeed with the next ids: the
+    # application's own save, which an added article goes through, tries once.)
     next_id = pg_value(pg_url, f"SELECT last_value + 1 FROM {EVENTS_TABLE}_notification_id_seq")
     with psycopg.connect(pg_url, autocommit=True) as conn:
-        conn.execute("INSERT INTO kb_feed VALUES (%s::uuid, %s)", (kb, next_id))
+        for taken in (next_id, next_id + 1):
+            conn.execute("INSERT INTO kb_feed VALUES (%s::uuid, %s)", (kb, taken))
     with pytest.raises(IntegrityError):
-        store.publish_article(kb, article)
+        store.add_article(kb, "Refunds", "Refunds take five days.", publish=True)
     assert pg_value(pg_url, f"SELECT count(*) FROM {EVENTS_TABLE}") == events
     with psycopg.connect(pg_url, autocommit=True) as conn:
         conn.execute("DELETE FROM kb_feed")

@@ -159,3 +159,25 @@ def test_the_edit_request_under_other_limits_is_the_same_struct() -> None:
     assert small is edit_request(Limits(title_chars=5, content_chars=10, idempotency_key_chars=4))
     assert issubclass(small, EditRequest) and small.limits == SMALL
     assert small.__struct_fields__ == EditRequest.__struct_fields__
+
+
+def test_the_postgres_connect_timeout_is_a_setting_read_once() -> None:
+    """How long a call waits for a PostgreSQL connection before `unavailable`
+    (tests/test_pg_outage.py shows it with a real server stopped)."""
+    from kbes.store.postgres_url import postgres_env
+
+    assert Settings.read({}).connect_timeout == 3
+    both = {"POSTGRES_CONNECT_TIMEOUT": "7", "KBES_POSTGRES_CONNECT_TIMEOUT": "2"}
+    assert Settings.read(both).connect_timeout == 2  # eventsourcing's order: KBES_ first
+    settings = Settings.read({"POSTGRES_CONNECT_TIMEOUT": "7"})
+    env = postgres_env("postgresql://u:p@h/db", settings)
+    assert env["POSTGRES_CONNECT_TIMEOUT"] == env["KBES_POSTGRES_CONNECT_TIMEOUT"] == "7"
+    env = postgres_env("postgresql://u:p@h/db?connect_timeout=4", settings)
+    assert env["KBES_POSTGRES_CONNECT_TIMEOUT"] == "4"  # the URL's wins
+    for bad in ("0", "abc", "1.5"):
+        with pytest.raises(BadSetting) as refused:
+            Settings.read({"POSTGRES_CONNECT_TIMEOUT": bad})
+        assert refused.value.variable == "POSTGRES_CONNECT_TIMEOUT"
+        assert "whole number of seconds, at least 1" in str(refused.value)
+    with pytest.raises(ValueError, match="connect_timeout must be at least 1"):
+        postgres_env("postgresql://u:p@h/db?connect_timeout=0")

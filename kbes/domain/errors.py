@@ -112,6 +112,22 @@ class TooLargeToDiff(KbesError):
     code = "too_large_to_diff"
 
 
+class WriteContended(Busy):
+    """A person's write (last writer wins) found, `attempts` times in a row, that another
+    process had written the same article first, each time after loading it afresh: nothing
+    was written; `article_id` names the article when there is one."""
+
+    def __init__(self, attempts: int, article_id: object = None) -> None:
+        what = f"article {article_id}" if article_id is not None else "these articles"
+        super().__init__(
+            f"{what} kept being written by another process ({attempts} attempts); "
+            "nothing was written, retry",
+            attempts=attempts,
+        )
+        self.attempts = attempts
+        self.article_id = article_id
+
+
 class InternalError(KbesError):
     """An unexpected failure; details are in the server's log, never on the wire."""
 

@@ -172,18 +172,41 @@ def import_id(knowledge_base_id: UUID, relative_path: str) -> UUID:
 def import_folder(
     store: KnowledgeBaseStore, knowledge_base_id: str, folder: Path, *, publish: bool
 ) -> ImportReport:
+    """Import `folder` (all or nothing). Another process writing one of its articles first
+    (a second import of the folder, a person's save) means the import is planned again on
+    fresh loads (the store's `last_writer_wins`), so it saves only what is still changed."""
     kb = store.require_knowledge_base(knowledge_base_id)
     files, skipped = markdown_files(folder)
     if not files:
         raise NoMarkdown(folder)
-    report = ImportReport(skipped=skipped)
-    changed: list[Article] = []
+    texts: list[tuple[str, str, str]] = []
     for path in files:
         key = path.relative_to(folder).as_posix()
         if not encodes(key):
             raise NameNotText(key)
-        text = read_text(path)
-        title, content = parse_markdown(path, text)
+        title, content = parse_markdown(path, read_text(path))
+        texts.append((key, title, content))
+
+    def write() -> ImportReport:
+        report = ImportReport(skipped=dict(skipped))
+        changed = _plan(store, kb, texts, publish, report)
+        if changed:
+            store.save(*changed)
+        return report
+
+    return store.last_writer_wins(write)
+
+
+def _plan(
+    store: KnowledgeBaseStore,
+    kb: UUID,
+    texts: list[tuple[str, str, str]],
+    publish: bool,
+    report: ImportReport,
+) -> list[Article]:
+    """The articles the import changes, loaded now, with their new events pending."""
+    changed: list[Article] = []
+    for key, title, content in texts:
         article_id = import_id(kb, key)
         report.article_ids[key] = str(article_id)
         try:
@@ -222,6 +245,4 @@ def import_folder(
             changed.append(article)
         else:
             report.unchanged.append(key)
-    if changed:
-        store.save(*changed)
-    return report
+    return changed

@@ -4,14 +4,25 @@ a person, last writer wins. No versions are compared here: that is the agents' e
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+import random
+import time
+from collections.abc import Callable, Iterable
+from typing import TypeVar
 from uuid import UUID
+
+from eventsourcing.persistence import IntegrityError
 
 from kbes.domain.article import Article
 from kbes.domain.clock import next_timestamp
-from kbes.domain.errors import ArticleElsewhere, NothingToSave
+from kbes.domain.errors import ArticleElsewhere, NothingToSave, WriteContended
 from kbes.domain.knowledge_base import KnowledgeBase
 from kbes.store.core import StoreCore
+
+R = TypeVar("R")
+
+WRITE_ATTEMPTS = 10
+"""How many times a person's write is tried, each on a fresh load, while other processes keep
+writing the same article first; then `WriteContended`, nothing written."""
 
 
 class PeopleCommands(StoreCore):
@@ -61,14 +72,20 @@ class PeopleCommands(StoreCore):
         return [article.id for article in batch]
 
     def publish_article(self, knowledge_base_id: UUID | str, article_id: UUID | str) -> int:
-        article = self.article_for_person(knowledge_base_id, article_id)
-        article.publish(at=next_timestamp(self.clock, article.updated_at))
-        return self._save_one(article)
+        def publish() -> int:
+            article = self.article_for_person(knowledge_base_id, article_id)
+            article.publish(at=next_timestamp(self.clock, article.updated_at))
+            return self._save_one(article)
+
+        return self.last_writer_wins(publish, article_id)
 
     def unpublish_article(self, knowledge_base_id: UUID | str, article_id: UUID | str) -> int:
-        article = self.article_for_person(knowledge_base_id, article_id)
-        article.unpublish(at=next_timestamp(self.clock, article.updated_at))
-        return self._save_one(article)
+        def unpublish() -> int:
+            article = self.article_for_person(knowledge_base_id, article_id)
+            article.unpublish(at=next_timestamp(self.clock, article.updated_at))
+            return self._save_one(article)
+
+        return self.last_writer_wins(unpublish, article_id)
 
     def save_article(
         self,
@@ -80,20 +97,38 @@ class PeopleCommands(StoreCore):
     ) -> int | None:
         """A person's save, last writer wins: one `Saved` or `Retitled` event, and its
         sequence; None when the save would change nothing (the article decides), so nothing
-        was written."""
-        article = self.article_for_person(knowledge_base_id, article_id)
-        if content is None and title is None:
-            raise NothingToSave()
-        if title is not None:
-            title = _require_title(title)
-        if not article.save(
-            article.content if content is None else content,
-            title,
-            at=next_timestamp(self.clock, article.updated_at),
-            limits=self.limits,
-        ):
-            return None
-        return self._save_one(article)
+        was written. Another process's write of the article first means a fresh load and
+        another try (`last_writer_wins`)."""
+
+        def save() -> int | None:
+            article = self.article_for_person(knowledge_base_id, article_id)
+            if content is None and title is None:
+                raise NothingToSave()
+            if not article.save(
+                article.content if content is None else content,
+                None if title is None else _require_title(title),
+                at=next_timestamp(self.clock, article.updated_at),
+                limits=self.limits,
+            ):
+                return None
+            return self._save_one(article)
+
+        return self.last_writer_wins(save, article_id)
+
+    def last_writer_wins(self, write: Callable[[], R], article_id: object = None) -> R:
+        """Run `write` (which loads what it changes, changes it and saves it) until no other
+        process has written one of its articles in between: eventsourcing refuses a version
+        already taken (`IntegrityError`), and the next load brings the other write in (the
+        cache fast-forwards), so the last writer wins. At most `WRITE_ATTEMPTS` tries, a few
+        milliseconds apart, then `WriteContended`: nothing was written."""
+        for attempt in range(1, WRITE_ATTEMPTS + 1):
+            try:
+                return write()
+            except IntegrityError:
+                if attempt == WRITE_ATTEMPTS:
+                    raise WriteContended(WRITE_ATTEMPTS, article_id) from None
+                time.sleep(random.uniform(0.001, 0.005) * attempt)
+        raise AssertionError("unreachable")  # pragma: no cover
 
     def article_for_person(self, knowledge_base_id: UUID | str, article_id: UUID | str) -> Article:
         """The article, drafts and unpublished ones included; `not_found` if it is not in

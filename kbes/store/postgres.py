@@ -21,7 +21,8 @@ kbes.store.views_file. Open a store with `open_store("postgresql://user:pass@hos
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from typing import Any, cast
 from uuid import UUID
 
@@ -48,13 +49,15 @@ from eventsourcing.postgres import (
     PostgresFactory,
 )
 from eventsourcing.utils import retry
-from psycopg import Cursor
+from psycopg import Connection, Cursor
 from psycopg.rows import DictRow
 from psycopg.sql import SQL, Composed, Identifier
+from psycopg_pool import PoolTimeout
 
+from kbes.domain.errors import Unavailable
 from kbes.projections.source import StoredRow
 from kbes.store.feed import LogHead
-from kbes.store.internals import AfterInsertEvents
+from kbes.store.internals import AfterInsertEvents, adopt_class
 from kbes.store.postgres_url import VIEWS_LOCK_TIMEOUT
 from kbes.store.settings import VIEWS_ENV, read_lock_timeout
 from kbes.store.sqlite import FEED_KWARG, FEED_TABLE, KbesSQLiteDatastore
@@ -67,6 +70,32 @@ it; the snapshots are in `kbes_snapshots` (eventsourcing's `<application>_<purpo
 # Taken (per transaction) around table creation, so processes starting together on a fresh
 # database do not trip over each other's CREATE TYPE / CREATE OR REPLACE FUNCTION.
 _CREATE_TABLE_LOCK = 0x6B626573  # "kbes"
+
+
+class BoundedWaitDatastore(PostgresDatastore):
+    """eventsourcing's PostgreSQL datastore, whose wait for a connection ends a call.
+
+    eventsourcing retries each statement 10 times, and each try waits for a pool connection
+    up to POSTGRES_CONNECT_TIMEOUT: with the server down, one call took minutes. Here a try
+    that got no connection within that time (psycopg_pool's `PoolTimeout`: the pool could not
+    reach the server, or every connection stayed busy) is `unavailable` at once, which the
+    library does not retry; a statement that failed on a connection that had gone bad (a
+    server restart) is still retried, each retry on another connection. So a call waits about
+    one POSTGRES_CONNECT_TIMEOUT (kbes's default 3 s, Settings.connect_timeout)."""
+
+    @contextmanager
+    def get_connection(self) -> Iterator[Connection[DictRow]]:
+        try:
+            with super().get_connection() as connection:
+                yield connection
+        except OperationalError as e:
+            if not isinstance(e.__cause__, PoolTimeout):
+                raise
+            raise Unavailable(
+                "the store got no connection to its PostgreSQL log within "
+                f"{self.pool.timeout:g} s (POSTGRES_CONNECT_TIMEOUT): the server is down or "
+                "unreachable, or every connection stayed busy; nothing was written, retry later"
+            ) from e
 
 
 class PostgresFeedRecorder(AfterInsertEvents, PostgresApplicationRecorder, LogHead):
@@ -151,9 +180,9 @@ class PostgresFeedRecorder(AfterInsertEvents, PostgresApplicationRecorder, LogHe
         stored_events: Sequence[StoredEvent],
         **kwargs: Any,
     ) -> None:
-        """Check the feed entries before any event is inserted. eventsourcing swallows (and
-        re-raises after commit) a Python error raised once the events are in, so nothing that
-        can fail in Python may happen after that point."""
+        """Check the feed entries before any event is inserted, so a bad entry costs no insert
+        (an error after the insert rolls the whole transaction back:
+        kbes.store.internals.AfterInsertEvents)."""
         feed: Sequence[str | None] = kwargs.get(FEED_KWARG) or ()
         if feed:
             if len(feed) != len(stored_events):
@@ -172,14 +201,11 @@ class PostgresFeedRecorder(AfterInsertEvents, PostgresApplicationRecorder, LogHe
             return
         rows = [(UUID(hex=kb), nid) for kb, nid in zip(feed, ids, strict=True) if kb is not None]
         if rows:
-            # A nested pipeline block syncs on exit, so a failure raises here, inside
-            # eventsourcing's error handling, rather than at commit.
-            with curs.connection.pipeline():
-                curs.execute(
-                    self.insert_feed_statement,
-                    ([kb for kb, _ in rows], [nid for _, nid in rows]),
-                    prepare=True,
-                )
+            curs.execute(
+                self.insert_feed_statement,
+                ([kb for kb, _ in rows], [nid for _, nid in rows]),
+                prepare=True,
+            )
 
     @retry((InterfaceError, OperationalError), max_attempts=10, wait=0.2)
     def select_feed_rows(
@@ -260,6 +286,16 @@ class KbesPostgresFactory(PostgresFactory):
 
     def __init__(self, env: Any) -> None:
         super().__init__(env)
+        adopt_class(self.datastore, BoundedWaitDatastore)
+        pool = self.datastore.pool
+        # The pool's own settings, which eventsourcing leaves at psycopg_pool's defaults: a
+        # server that does not answer a connect is given up after the same wait (libpq waits
+        # for ever by default, holding a pool worker), and a reconnection that keeps failing
+        # is dropped after it too (default 5 minutes, its retries spaced ever wider: the
+        # server came back long before the pool tried again). A call then starts a fresh
+        # attempt at once, so a server back up is used within seconds.
+        cast(dict[str, Any], pool.kwargs)["connect_timeout"] = max(1, round(pool.timeout))
+        pool.reconnect_timeout = pool.timeout
         self._views_datastore: KbesSQLiteDatastore | None = None
         self._recorder: PostgresFeedRecorder | None = None
 
@@ -302,6 +338,7 @@ class KbesPostgresFactory(PostgresFactory):
 
 __all__ = [
     "EVENTS_TABLE",
+    "BoundedWaitDatastore",
     "KbesPostgresFactory",
     "PostgresFeedRecorder",
 ]

@@ -74,7 +74,13 @@ def postgres_env(url: str, settings: Settings | None = None) -> dict[str, str]:
                 f"PostgreSQL URL parameter {key}={value!r} must be a whole number"
                 f"{' of seconds' if key.endswith('timeout') else ''}"
             )
+        if key == "connect_timeout" and int(value) < 1:
+            raise ValueError("PostgreSQL URL parameter connect_timeout must be at least 1 second")
         found[_QUERY_SETTINGS[key]] = value
+    # A call waits this long for a connection, then is refused as `unavailable`
+    # (kbes.store.postgres.BoundedWaitDatastore); eventsourcing's own default is 30 s.
+    timeout = found.get("POSTGRES_CONNECT_TIMEOUT", str(settings.connect_timeout))
+    found["POSTGRES_CONNECT_TIMEOUT"] = timeout
     env = {
         **settings.environ,
         **found,

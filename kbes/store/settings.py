@@ -21,6 +21,10 @@ DEFAULT_DB = "kbes.sqlite"
 LOCK_TIMEOUT_ENV = "KBES_LOCK_TIMEOUT"
 DEFAULT_LOCK_TIMEOUT = 30
 """Seconds a write waits for another process's write lock before it is refused as `busy`."""
+CONNECT_TIMEOUT_ENV = "POSTGRES_CONNECT_TIMEOUT"
+DEFAULT_CONNECT_TIMEOUT = 3
+"""Seconds a call waits for a connection to a PostgreSQL log before it is refused as
+`unavailable` (eventsourcing's own setting, whose default is 30, tried 10 times)."""
 SYNCHRONOUS_ENV = "KBES_SQLITE_SYNCHRONOUS"
 SYNCHRONOUS_MODES = ("FULL", "NORMAL", "OFF", "EXTRA")
 VIEWS_ENV = "KBES_VIEWS"
@@ -50,6 +54,10 @@ class Settings:
     """What an article may hold (`KBES_MAX_*`): applied and advertised alike."""
     lock_timeout: int = DEFAULT_LOCK_TIMEOUT
     """Whole seconds a SQLite write waits for another process's lock (`KBES_LOCK_TIMEOUT`)."""
+    connect_timeout: int = DEFAULT_CONNECT_TIMEOUT
+    """Whole seconds a call waits for a connection to a PostgreSQL log, then `unavailable`
+    (`POSTGRES_CONNECT_TIMEOUT` or `KBES_POSTGRES_CONNECT_TIMEOUT`; the URL's
+    `connect_timeout=` wins)."""
     synchronous: str = "FULL"
     """SQLite's `synchronous` pragma for the log (`KBES_SQLITE_SYNCHRONOUS`)."""
     views: str | None = None
@@ -61,6 +69,8 @@ class Settings:
         if self.lock_timeout < 1:
             # SQLite takes no zero here (eventsourcing reads 0 as its own default).
             raise _bad_lock_timeout(str(self.lock_timeout))
+        if self.connect_timeout < 1:
+            raise _bad_connect_timeout(CONNECT_TIMEOUT_ENV, str(self.connect_timeout))
         synchronous_mode(self.synchronous)
 
     @classmethod
@@ -80,6 +90,7 @@ class Settings:
             db=os.fspath(db) if db is not None else environ.get(DB_ENV, DEFAULT_DB),
             limits=read_limits(environ),
             lock_timeout=read_lock_timeout(environ.get(LOCK_TIMEOUT_ENV)),
+            connect_timeout=read_connect_timeout(environ),
             synchronous=synchronous_mode(synchronous),
             views=os.fspath(views) if views is not None else environ.get(VIEWS_ENV) or None,
             environ={
@@ -149,6 +160,27 @@ def _bad_lock_timeout(text: str) -> BadSetting:
         LOCK_TIMEOUT_ENV,
         f"{LOCK_TIMEOUT_ENV}={text!r} must be a whole number of seconds, at least 1 "
         f"(default {DEFAULT_LOCK_TIMEOUT})",
+    )
+
+
+def read_connect_timeout(environ: Mapping[str, str]) -> int:
+    """The PostgreSQL connect timeout in whole seconds, as eventsourcing reads its setting
+    (the `KBES_`-prefixed variable first), else kbes's default; at least 1."""
+    for variable in (f"KBES_{CONNECT_TIMEOUT_ENV}", CONNECT_TIMEOUT_ENV):
+        text = (environ.get(variable) or "").strip()
+        if text:
+            seconds = int(text) if text.isascii() and text.isdigit() else 0
+            if seconds < 1:
+                raise _bad_connect_timeout(variable, text)
+            return seconds
+    return DEFAULT_CONNECT_TIMEOUT
+
+
+def _bad_connect_timeout(variable: str, text: str) -> BadSetting:
+    return BadSetting(
+        variable,
+        f"{variable}={text!r} must be a whole number of seconds, at least 1 "
+        f"(default {DEFAULT_CONNECT_TIMEOUT})",
     )
 
 
