@@ -15,6 +15,7 @@ from kbes.cli.grants import GRANT_HELP, grant_values
 from kbes.cli.options import existing_db_option, store_at
 from kbes.server.edit_policy import EDIT_POLICIES, EditPolicy
 from kbes.server.identity import describe_grants, instructions_for
+from kbes.server.query_redaction import RedactQueryCredentials
 from kbes.server.tokens_file import (
     TOKENS_FILE_HELP,
     TokensFile,
@@ -285,9 +286,11 @@ def check_token_grants(store: KnowledgeBaseStore, tokens: TokensFile, grants: Gr
 
 
 def configure_logging(level: str, tokens: TokensFile | None) -> None:
-    """Log to stderr (stdout carries the protocol over stdio), with tokens redacted."""
+    """Log to stderr (stdout carries the protocol over stdio), with tokens redacted: the ones
+    the tokens file holds in the clear, and any credential in a URL's query string."""
     handler = logging.StreamHandler(sys.stderr)
     handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
+    handler.addFilter(RedactQueryCredentials())
     if tokens is not None:
         from kbes.server.http_auth import RedactTokens
 
