@@ -39,7 +39,9 @@ async def test_initialize_stays_small_with_many_knowledge_bases(tmp_path: Path) 
         assert status == 200
         size = len(answer.encode())
         assert size <= MAX_INITIALIZE_BYTES, f"initialize answered {size} bytes"
-        data = json.loads(next(line[5:] for line in answer.splitlines() if line.startswith("data:")))
+        data = json.loads(
+            next(line[5:] for line in answer.splitlines() if line.startswith("data:"))
+        )
         instructions = data["result"]["instructions"]
         assert f"{MANY} knowledge bases are available: resources/list lists them" in instructions
         async with http_client(server.url) as client:
