@@ -50,7 +50,8 @@ def token_server(data: Seed) -> Iterator[HttpServer]:
         f"alice {ALICE} {data.kb}\nbob sha256:{hashlib.sha256(BOB.encode()).hexdigest()} *\n"
     )
     tokens.chmod(0o600)
-    serve = ("--grant-all", "--tokens", str(tokens), "--session-idle-timeout", str(IDLE))
+    serve: tuple[str, ...] = ("--grant-all", "--tokens", str(tokens), "--log-level", "info")
+    serve = (*serve, "--session-idle-timeout", str(IDLE))
     with http_server(data.db, *serve, "--max-sessions-per-client", "5") as running:
         yield running
 
@@ -143,3 +144,22 @@ def test_without_tokens_sessions_are_counted_per_client_address(open_server: Htt
         assert Session(there, open_server.url).open().status_code == 200
         for session in mine:
             session.close()
+
+
+def test_another_tokens_request_does_not_end_a_session(
+    data: Seed, token_server: HttpServer
+) -> None:
+    """The SDK answers 404 to a session id another token names, as if it did not exist; that
+    ends nothing: bob's subscription stays until bob DELETEs his session."""
+    before = token_server.log().count(LEFT)
+    with client(BOB) as bob, client(ALICE) as alice:
+        mine = Session(bob, token_server.url)
+        assert mine.open().status_code == 200
+        assert "error" not in mine.subscribe(knowledge_base_uri(data.kb))
+        theirs = alice.post(token_server.url, headers=mine._headers(), json={"jsonrpc": "2.0"})
+        assert theirs.status_code == 404
+        time.sleep(1)
+        assert token_server.log().count(LEFT) == before  # still listening
+        assert "error" not in mine.request("ping", {})
+        assert mine.close() == 200
+        assert wait_for_lines(token_server, LEFT, before + 1, 10) == before + 1

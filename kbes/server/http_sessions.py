@@ -20,6 +20,7 @@ from __future__ import annotations
 import logging
 import math
 import time
+from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -67,6 +68,8 @@ class SessionGuard:
         self.on_end = on_end
         self.clock = clock
         self.sessions: dict[str, _Open] = {}
+        self._opening_now: Counter[str] = Counter()
+        """Opening requests not yet answered, per client, counted against its limit."""
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
@@ -98,6 +101,9 @@ class SessionGuard:
     def held_by(self, owner: str) -> list[_Open]:
         return [held for held in self.sessions.values() if held.owner == owner]
 
+    def _holding(self, owner: str) -> int:
+        return len(self.held_by(owner)) + self._opening_now[owner]
+
     async def _opening(self, scope: Scope, receive: Receive, send: Send) -> None:
         """A request without a session id: only an `initialize` opens a session."""
         owner = self.owner(scope)
@@ -105,26 +111,41 @@ class SessionGuard:
             await self.app(scope, receive, send)
             return
         limit = self.limits.max_sessions_per_client
-        if len(self.held_by(owner)) >= limit:
+        if self._holding(owner) >= limit:
             self.expire()
-            held = self.held_by(owner)
-            if len(held) >= limit:
-                await self._refuse(owner, held, scope, receive, send)
+            if self._holding(owner) >= limit:
+                await self._refuse(owner, self.held_by(owner), scope, receive, send)
                 return
         opened: str | None = None
+        pending = True
+        self._opening_now[owner] += 1
+
+        def answered() -> None:
+            nonlocal pending
+            if pending:
+                pending = False
+                self._opening_now[owner] -= 1
+                if not self._opening_now[owner]:
+                    del self._opening_now[owner]
 
         async def watch(message: Message) -> None:
             nonlocal opened
-            if message["type"] == "http.response.start" and message["status"] < 400:
+            if message["type"] == "http.response.start":
                 opened = header(message.get("headers", ()), SESSION_HEADER)
-                if opened is not None and opened not in self.sessions:
+                if message["status"] >= 400:
+                    opened = None
+                elif opened is not None and opened not in self.sessions:
                     self.sessions[opened] = _Open(owner, 1, self.clock())
                     logger.debug("%s opened a session", owner)
+                else:
+                    opened = None  # not ours to count
+                answered()  # counted as a session now, or refused
             await send(message)
 
         try:
             await self.app(scope, receive, watch)
         finally:
+            answered()
             if opened is not None:
                 self._done(opened)
 
@@ -147,10 +168,11 @@ class SessionGuard:
         finally:
             if held is not None:
                 self._done(session_id)
-            ended = status == 404 or (
-                scope["method"] == "DELETE" and status is not None and status < 300
-            )
-            if ended:
+            # The SDK answers 404 to a session it no longer knows, and to another client's
+            # session as if it did not exist: only the owner's 404 says it has ended.
+            gone = status == 404 and (held is None or self.owner(scope) == held.owner)
+            deleted = scope["method"] == "DELETE" and status is not None and status < 300
+            if gone or deleted:
                 self._end(session_id)
 
     def _done(self, session_id: str) -> None:
