@@ -15,6 +15,15 @@ from kbes.cli.grants import GRANT_HELP, grant_values
 from kbes.cli.options import existing_db_option, store_at
 from kbes.server.edit_policy import EDIT_POLICIES, EditPolicy
 from kbes.server.identity import describe_grants, instructions_for
+from kbes.server.query_redaction import RedactQueryCredentials
+from kbes.server.serve_limits import (
+    DEFAULT_HEADER_TIMEOUT,
+    DEFAULT_MAX_CONNECTIONS,
+    DEFAULT_MAX_SESSIONS_PER_CLIENT,
+    DEFAULT_MAX_SUBSCRIPTIONS,
+    DEFAULT_SESSION_IDLE_TIMEOUT,
+    ServeLimits,
+)
 from kbes.server.tokens_file import (
     TOKENS_FILE_HELP,
     TokensFile,
@@ -103,6 +112,51 @@ LOG_LEVELS = ("debug", "info", "warning", "error")
     help="Also serve diff_knowledge_article (read-only): what changed in an article since a "
     "cited version, as a unified diff, instead of re-reading it whole.",
 )
+@click.option(
+    "--max-subscriptions",
+    type=click.IntRange(min=1),
+    default=DEFAULT_MAX_SUBSCRIPTIONS,
+    show_default=True,
+    metavar="N",
+    help="Resource URIs one 2025-era MCP session may subscribe to (resources/subscribe); one "
+    "more is refused. A session's subscriptions end with it.",
+)
+@click.option(
+    "--session-idle-timeout",
+    type=click.FloatRange(min=0, min_open=True),
+    default=DEFAULT_SESSION_IDLE_TIMEOUT,
+    show_default=True,
+    metavar="SECONDS",
+    help="With --http: end a 2025-era client's session once it has had no request in flight "
+    "(no call, no open event stream) this long; the client then starts a new one.",
+)
+@click.option(
+    "--max-sessions-per-client",
+    type=click.IntRange(min=1),
+    default=DEFAULT_MAX_SESSIONS_PER_CLIENT,
+    show_default=True,
+    metavar="N",
+    help="With --http: sessions one token NAME (without --tokens, one client address) may "
+    "hold open; another is refused with 429 and Retry-After, and other clients are unaffected.",
+)
+@click.option(
+    "--http-header-timeout",
+    type=click.FloatRange(min=0, min_open=True),
+    default=DEFAULT_HEADER_TIMEOUT,
+    show_default=True,
+    metavar="SECONDS",
+    help="With --http: how long a request's headers may take to arrive, from the connection's "
+    "opening or its previous response; then it is answered 408 and closed.",
+)
+@click.option(
+    "--http-max-connections",
+    type=click.IntRange(min=1),
+    default=DEFAULT_MAX_CONNECTIONS,
+    show_default=True,
+    metavar="N",
+    help="With --http: open connections (or requests in flight) past which a request is "
+    "answered 503 at once.",
+)
 def serve(
     db: str,
     grant_ids: tuple[str, ...],
@@ -113,6 +167,11 @@ def serve(
     edits: EditPolicy,
     log_level: str,
     history_tools: bool,
+    max_subscriptions: int,
+    session_idle_timeout: float,
+    max_sessions_per_client: int,
+    http_header_timeout: float,
+    http_max_connections: int,
 ) -> None:
     """Serve the four knowledge-base tools over MCP: stdio by default, or streamable HTTP.
 
@@ -150,6 +209,20 @@ def serve(
             )
         approval_keys_file = None  # KBES_APPROVAL_KEYS set for the HTTP servers of a shell
     approval_keys = load_approval_keys(approval_keys_file) if approval_keys_file else None
+    if not http:
+        refuse_http_only_options(
+            "session_idle_timeout",
+            "max_sessions_per_client",
+            "http_header_timeout",
+            "http_max_connections",
+        )
+    limits = ServeLimits(
+        header_timeout=http_header_timeout,
+        max_connections=http_max_connections,
+        session_idle_timeout=session_idle_timeout,
+        max_sessions_per_client=max_sessions_per_client,
+        max_subscriptions=max_subscriptions,
+    )
     tokens = load_tokens(tokens_file) if tokens_file else None
     configure_logging(log_level, tokens)
     tools = [*TOOLS.values(), *(HISTORY_TOOLS if history_tools else [])]
@@ -177,6 +250,7 @@ def serve(
             tokens=tokens,
             instructions=instructions_for(known),
             approval_keys=approval_keys,
+            limits=limits,
         )
         if address is None:
             anyio.run(mcp.run_stdio)
@@ -200,6 +274,15 @@ def serve(
             pass
         finally:
             sock.close()
+
+
+def refuse_http_only_options(*names: str) -> None:
+    """A usage error for an HTTP-only option given to a stdio server."""
+    context = click.get_current_context()
+    for name in names:
+        if context.get_parameter_source(name) == click.core.ParameterSource.COMMANDLINE:
+            flag = "--" + name.replace("_", "-")
+            raise click.UsageError(f"{flag} applies to --http; over stdio there is one client")
 
 
 MIN_APPROVAL_KEY = 32
@@ -285,9 +368,11 @@ def check_token_grants(store: KnowledgeBaseStore, tokens: TokensFile, grants: Gr
 
 
 def configure_logging(level: str, tokens: TokensFile | None) -> None:
-    """Log to stderr (stdout carries the protocol over stdio), with tokens redacted."""
+    """Log to stderr (stdout carries the protocol over stdio), with tokens redacted: the ones
+    the tokens file holds in the clear, and any credential in a URL's query string."""
     handler = logging.StreamHandler(sys.stderr)
     handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
+    handler.addFilter(RedactQueryCredentials())
     if tokens is not None:
         from kbes.server.http_auth import RedactTokens
 

@@ -157,6 +157,38 @@ async def test_tokens_never_reach_the_log(data: Seed, server: HttpServer) -> Non
 
 
 @pytest.mark.slow
+def test_a_token_in_the_url_never_reaches_the_log(server: HttpServer) -> None:
+    """Issue 18, defect 8: kbes reads tokens only from the Authorization header, but a client
+    may put one in the query string, and the access log prints it. Bob's token is stored as
+    its sha256, so only masking by position can keep it out."""
+    base = server.url
+    for secret in (BOB, ALICE, WRONG):
+        for query in (f"access_token={secret}", f"x=1&token={secret}", f"api_key={secret}"):
+            request = urllib.request.Request(f"{base}?{query}", method="GET")
+            try:
+                urllib.request.urlopen(request, timeout=30).close()
+            except urllib.error.HTTPError as e:
+                assert e.code == 401
+    log = server.log()
+    for secret in (ALICE, BOB, WRONG):
+        assert secret not in log
+        assert secret[-12:] not in log
+    assert "GET /mcp?access_token=[redacted]" in log  # the access log did print the request
+
+
+def test_the_query_filter_masks_credentials_in_any_record() -> None:
+    import logging
+
+    from kbes.server.query_redaction import RedactQueryCredentials
+
+    other = logging.LogRecord(
+        "mcp.server", logging.DEBUG, __file__, 1, "GET %s", (f"/mcp?page=2&apiKey={BOB}",), None
+    )
+    assert RedactQueryCredentials().filter(other)
+    assert other.getMessage() == "GET /mcp?page=2&apiKey=[redacted]"
+
+
+@pytest.mark.slow
 async def test_the_access_log_names_each_refusal_by_its_code(
     data: Seed, server: HttpServer
 ) -> None:

@@ -36,9 +36,17 @@ def describe_grants(store: KnowledgeBaseStore, grants: Grants) -> list[tuple[str
     return named
 
 
+MAX_LISTED = 20
+"""Knowledge bases the instructions name at most; past that they give the count and point to
+`resources/list`, so `initialize` stays small however large the database grows."""
+MAX_NAME_CHARS = 80
+"""Characters of a knowledge base's name the instructions show (the rest as `...`)."""
+
+
 def instructions_for(knowledge_bases: Sequence[tuple[str, str]] | None) -> str:
     """Server instructions for the model: how to cite and edit, and (when every caller sees the
-    same grants) which knowledge bases to pass."""
+    same grants) which knowledge bases to pass: up to `MAX_LISTED` by name and id, else their
+    count and where to find them. Bounded whatever the database holds."""
     text = (
         "kbes serves knowledge bases whose citations are version stamps. Search or read, then "
         "cite {knowledge_base_id, article_id, updated_at}. To edit, pass the updated_at of a "
@@ -46,7 +54,18 @@ def instructions_for(knowledge_bases: Sequence[tuple[str, str]] | None) -> str:
         "again and re-apply. Keep poll_resource_events' next_sequence to learn later which "
         "citations changed."
     )
-    if knowledge_bases:
-        listed = "; ".join(f"{name} (knowledge_base_id {kb})" for kb, name in knowledge_bases)
-        text += f" Knowledge bases available: {listed}."
-    return text
+    if not knowledge_bases:
+        return text
+    if len(knowledge_bases) > MAX_LISTED:
+        return text + (
+            f" {len(knowledge_bases)} knowledge bases are available: resources/list lists "
+            "them, each with its knowledge_base_id."
+        )
+    listed = "; ".join(
+        f"{shortened(name)} (knowledge_base_id {kb})" for kb, name in knowledge_bases
+    )
+    return text + f" Knowledge bases available: {listed}."
+
+
+def shortened(name: str) -> str:
+    return name if len(name) <= MAX_NAME_CHARS else name[: MAX_NAME_CHARS - 3] + "..."

@@ -28,7 +28,7 @@ from mcp.server.request_state import RequestStateBoundary, RequestStateSecurity
 from mcp.server.stdio import stdio_server
 from mcp.shared.exceptions import MCPError
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
-from starlette.applications import Starlette
+from starlette.types import ASGIApp, Scope
 
 from kbes.domain.errors import KbesError
 from kbes.domain.limits import DEFAULT_LIMITS, Limits
@@ -36,10 +36,13 @@ from kbes.server.approval import approval_message
 from kbes.server.capabilities import KbesServer
 from kbes.server.edit_policy import EDIT_POLICIES, EditPolicy
 from kbes.server.http_auth import Tokens, TokensFile, TokensFileVerifier, narrow
+from kbes.server.http_protocol import header_deadline_protocol
+from kbes.server.http_sessions import SessionGuard, header
 from kbes.server.identity import SERVER_NAME, SERVER_TITLE, server_version
 from kbes.server.prompts import prompt_handlers
 from kbes.server.push import DEFAULT_INTERVAL
 from kbes.server.resource_handlers import resource_handlers, with_links
+from kbes.server.serve_limits import DEFAULT_SERVE_LIMITS, ServeLimits
 from kbes.server.stdio import AnsweringReadStream
 from kbes.store.application import KnowledgeBaseStore
 from kbes.tools import TOOLS, Admitted, Grants, Tool
@@ -88,10 +91,12 @@ class KbesMCP:
         name: str = SERVER_NAME,
         approval_keys: Sequence[str] | None = None,
         push_interval: float = DEFAULT_INTERVAL,
+        limits: ServeLimits = DEFAULT_SERVE_LIMITS,
     ) -> None:
         """`approval_keys`: secrets (>= 32 bytes each) sealing the approval round trip of
         2026-07-28 clients, the first sealing and all unsealing; several servers sharing them
-        accept each other's approvals. Default: a key of this process alone."""
+        accept each other's approvals. Default: a key of this process alone. `limits`: the
+        timeouts and bounds every client is held to (`kbes.server.serve_limits`)."""
         if edits not in EDIT_POLICIES:
             raise ValueError(f"edits must be one of {EDIT_POLICIES}, not {edits!r}")
         self.store = store
@@ -103,13 +108,20 @@ class KbesMCP:
             self.tools[tool.name] = tool
         self.edits: EditPolicy = edits
         self.tokens = tokens
+        self.limits = limits
         self._listing = [mcp_tool(tool, store.limits) for tool in self.tools.values()]
         self._limiter = anyio.CapacityLimiter(STORE_THREADS)
         self._heavy = anyio.CapacityLimiter(HEAVY_THREADS)
         # Articles as resources under the caller's grants, and push on change (issue 14).
-        self.tail, resources = resource_handlers(
-            store, self._caller_grants, self._limiter, push_interval=push_interval
+        self.tail, self.subscriptions, resources = resource_handlers(
+            store,
+            self._caller_grants,
+            self._limiter,
+            push_interval=push_interval,
+            max_subscriptions=limits.max_subscriptions,
         )
+        self.sessions: SessionGuard | None = None
+        """The HTTP sessions' guard, once `http_app` has built it."""
         self.server = KbesServer(
             name,
             version=server_version(),
@@ -259,34 +271,67 @@ class KbesMCP:
                 self.server.create_initialization_options(),
             )
 
-    def http_app(self, host: str = "127.0.0.1", port: int = 0) -> Starlette:
-        """The streamable HTTP app, at `/mcp`; behind bearer tokens when the server has any."""
+    def http_app(self, host: str = "127.0.0.1", port: int = 0) -> ASGIApp:
+        """The streamable HTTP app, at `/mcp`; behind bearer tokens when the server has any;
+        its handshake-era sessions bounded per client and expired when idle (`SessionGuard`),
+        whose end drops their subscriptions."""
+        auth, verifier = None, None
+        if self.tokens is not None:
+            # The SDK's bearer middleware answers 401 (with WWW-Authenticate) for a missing or
+            # unknown token. No authorization server is advertised: tokens come from the file.
+            # Validated from plain data, as pydantic parses the URL text (the model's type is
+            # the parsed URL, and building one by hand would add a trailing slash).
+            auth = AuthSettings.model_validate(
+                {"issuer_url": f"http://{url_host(host)}:{port}", "resource_server_url": None}
+            )
+            verifier = TokensFileVerifier(self.tokens)
+        app = self.server.streamable_http_app(
+            host=host,
+            auth=auth,
+            token_verifier=verifier,
+            session_idle_timeout=self.limits.session_idle_timeout,
+            max_sessions=self.limits.max_sessions,
+        )
+        self.sessions = SessionGuard(
+            app, owner=self._owner, limits=self.limits, on_end=self.subscriptions.end_session
+        )
+        return self.sessions
+
+    def _owner(self, scope: Scope) -> str | None:
+        """Whose sessions a request counts against: the bearer token's NAME with --tokens (None
+        for a missing or unknown token, which the SDK refuses), else the client's address."""
         if self.tokens is None:
-            return self.server.streamable_http_app(host=host)
-        # The SDK's bearer middleware answers 401 (with WWW-Authenticate) for a missing or
-        # unknown token. No authorization server is advertised: tokens come from the file.
-        # Validated from plain data, as pydantic parses the URL text (the model's type is
-        # the parsed URL, and building one by hand would add a trailing slash).
-        auth = AuthSettings.model_validate(
-            {"issuer_url": f"http://{url_host(host)}:{port}", "resource_server_url": None}
-        )
-        return self.server.streamable_http_app(
-            host=host, auth=auth, token_verifier=TokensFileVerifier(self.tokens)
-        )
+            client = scope.get("client")
+            return f"client address {client[0] if client else 'unknown'}"
+        value = header(scope.get("headers", ()), b"authorization") or ""
+        scheme, _, token = value.partition(" ")
+        holder = self.tokens.holder(token.strip()) if scheme.lower() == "bearer" else None
+        return None if holder is None else f"token {holder.name}"
 
     async def serve_http(self, sock: socket.socket, *, log_level: str = "warning") -> None:
-        """Serve streamable HTTP on an already bound socket until interrupted."""
+        """Serve streamable HTTP on an already bound socket until interrupted, with the
+        connection limits and timeouts of `self.limits` (docs/operations.md)."""
         import uvicorn
 
         host, port = sock.getsockname()[:2]
+        app = self.http_app(host, port)
+        limits = self.limits
         config = uvicorn.Config(
-            self.http_app(host, port),
+            app,
             log_config=None,
             log_level=log_level,
             access_log=log_level in ("debug", "info"),
             lifespan="on",
+            http=header_deadline_protocol(limits.header_timeout),
+            timeout_keep_alive=limits.keep_alive,
+            limit_concurrency=limits.max_connections,
+            h11_max_incomplete_event_size=limits.max_header_bytes,
         )
-        await uvicorn.Server(config).serve(sockets=[sock])
+        async with anyio.create_task_group() as tasks:
+            if self.sessions is not None:
+                tasks.start_soon(self.sessions.run)
+            await uvicorn.Server(config).serve(sockets=[sock])
+            tasks.cancel_scope.cancel()
 
 
 # Wire shapes --------------------------------------------------------------------------------

@@ -20,7 +20,7 @@ import time
 from collections import Counter
 from collections.abc import AsyncIterator, Callable, Iterable
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
-from typing import Any, NamedTuple
+from typing import Any
 from uuid import UUID
 
 import anyio
@@ -249,66 +249,3 @@ def tail_lifespan(tail: LogTail) -> Callable[[Any], AbstractAsyncContextManager[
                 tasks.cancel_scope.cancel()
 
     return lifespan
-
-
-class LegacySubscriptions:
-    """`resources/subscribe` and `resources/unsubscribe` for handshake-era sessions (2025-11-25
-    and before), which have no `subscriptions/listen`: the same tail and the same rules, each
-    ring sent on the session's standalone channel (`send_resource_updated`, as the SDK
-    documents for those clients). A session is told apart by its `initialize` params, which the
-    SDK keeps once per connection; a subscription whose session can no longer be written to is
-    dropped at its next ring."""
-
-    def __init__(self, tail: LogTail, grants: Callable[[], Grants]) -> None:
-        self.tail = tail
-        self.grants = grants
-        self._subscriptions: dict[tuple[int, str], _Subscription] = {}
-        self._unhook: Callable[[], None] | None = None
-
-    async def subscribe(
-        self, ctx: ServerRequestContext[Any], params: types.SubscribeRequestParams
-    ) -> types.EmptyResult:
-        uri = params.uri
-        key = (id(ctx.session.client_params), uri)
-        routes = granted_routes([uri], self.grants())
-        if key in self._subscriptions or not routes:
-            # Already subscribed; or a URI this caller may not see, acknowledged as any other.
-            return types.EmptyResult()
-        canonical = next(iter(routes))
-        release = await self.tail.watch([knowledge_base_of(canonical)])
-        self._subscriptions[key] = _Subscription(ctx.session, canonical, uri, release)
-        if self._unhook is None:
-            self._unhook = self.tail.bus.subscribe(self._ring)
-        return types.EmptyResult()
-
-    async def unsubscribe(
-        self, ctx: ServerRequestContext[Any], params: types.UnsubscribeRequestParams
-    ) -> types.EmptyResult:
-        self._drop((id(ctx.session.client_params), params.uri))
-        return types.EmptyResult()
-
-    def _ring(self, event: ServerEvent) -> None:
-        if not isinstance(event, ResourceUpdated):
-            return
-        for key, subscription in list(self._subscriptions.items()):
-            if subscription.canonical == event.uri and self.tail.tasks is not None:
-                self.tail.tasks.start_soon(self._send, key, subscription)
-
-    async def _send(self, key: tuple[int, str], subscription: _Subscription) -> None:
-        try:
-            await subscription.session.send_resource_updated(subscription.uri)
-        except Exception:  # the session is gone: nobody to ring any more
-            logger.debug("dropping the subscription to %s of a closed session", subscription.uri)
-            self._drop(key)
-
-    def _drop(self, key: tuple[int, str]) -> None:
-        subscription = self._subscriptions.pop(key, None)
-        if subscription is not None:
-            subscription.release()
-
-
-class _Subscription(NamedTuple):
-    session: Any
-    canonical: str
-    uri: str
-    release: Callable[[], None]

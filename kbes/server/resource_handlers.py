@@ -20,7 +20,8 @@ from mcp.server.context import ServerRequestContext
 from mcp.shared.exceptions import MCPError
 
 from kbes.domain.errors import Gone, InternalError, KbesError, Unavailable
-from kbes.server.push import DEFAULT_INTERVAL, LegacySubscriptions, Listen, LogTail, tail_lifespan
+from kbes.server.legacy_subscriptions import LegacySubscriptions
+from kbes.server.push import DEFAULT_INTERVAL, Listen, LogTail, tail_lifespan
 from kbes.server.resources import (
     MIME_TYPE,
     TEMPLATES,
@@ -29,6 +30,7 @@ from kbes.server.resources import (
     read_resource,
     version_uri,
 )
+from kbes.server.serve_limits import DEFAULT_MAX_SUBSCRIPTIONS
 from kbes.store.application import KnowledgeBaseStore
 from kbes.tools.grants import Grants
 from kbes.tools.wire import ArticleResult, Citation, SearchResult
@@ -190,19 +192,26 @@ def resource_handlers(
     limiter: anyio.CapacityLimiter,
     *,
     push_interval: float = DEFAULT_INTERVAL,
-) -> tuple[LogTail, dict[str, Any]]:
-    """The log tail and the lowlevel `Server` keyword arguments serving resources and push:
-    reads under the caller's grants on the tools' thread pool, and a tail on its own thread
-    ringing listeners (and handshake-era subscribers) on change."""
+    max_subscriptions: int = DEFAULT_MAX_SUBSCRIPTIONS,
+) -> tuple[LogTail, LegacySubscriptions, dict[str, Any]]:
+    """The log tail, the handshake-era subscriptions (whose `end_session` the HTTP transport
+    calls) and the lowlevel `Server` keyword arguments serving resources and push: reads under
+    the caller's grants on the tools' thread pool, and a tail on its own thread ringing
+    listeners (and handshake-era subscribers, at most `max_subscriptions` per session) on
+    change."""
     reads = ResourceHandlers(store, grants, limiter)
     tail = LogTail(store, interval=push_interval, limiter=anyio.CapacityLimiter(1))
-    legacy = LegacySubscriptions(tail, grants)
-    return tail, {
-        "lifespan": tail_lifespan(tail),
-        "on_list_resources": reads.list_resources,
-        "on_list_resource_templates": reads.list_templates,
-        "on_read_resource": reads.read,
-        "on_subscriptions_listen": Listen(tail, grants),
-        "on_subscribe_resource": legacy.subscribe,
-        "on_unsubscribe_resource": legacy.unsubscribe,
-    }
+    legacy = LegacySubscriptions(tail, grants, limit=max_subscriptions)
+    return (
+        tail,
+        legacy,
+        {
+            "lifespan": tail_lifespan(tail),
+            "on_list_resources": reads.list_resources,
+            "on_list_resource_templates": reads.list_templates,
+            "on_read_resource": reads.read,
+            "on_subscriptions_listen": Listen(tail, grants),
+            "on_subscribe_resource": legacy.subscribe,
+            "on_unsubscribe_resource": legacy.unsubscribe,
+        },
+    )

@@ -336,3 +336,24 @@ def internal_error(tool: str) -> InternalError:
         f"{tool} failed inside kbes (the server log has the details); "
         "nothing is known to be written. Retrying the same call is safe."
     )
+
+
+# Limits of the MCP server --------------------------------------------------------------------
+
+
+def too_many_subscriptions(limit: int) -> str:
+    """A handshake-era session asked for one `resources/subscribe` URI past its limit."""
+    return (
+        f"this session already holds {limit} resource subscriptions, the most kbes allows "
+        "one session (kbes serve --max-subscriptions); unsubscribe from URIs you no longer "
+        "cite, or subscribe to the knowledge base's URI, which rings for any of its articles"
+    )
+
+
+def too_many_sessions(who: str, limit: int, idle_seconds: float) -> str:
+    """A new HTTP session refused: `who` (a token's NAME, or a client address) holds `limit`."""
+    return (
+        f"{who} already holds {limit} open MCP sessions, the most kbes allows one client "
+        "(kbes serve --max-sessions-per-client); end sessions you no longer use with HTTP "
+        f"DELETE, or retry once one has been idle for {idle_seconds:g} s and has expired"
+    )
