@@ -1,6 +1,8 @@
 """The search index: FTS5 over the title and content of published articles, ranked by bm25
 with the title weighted above the content. Queries are plain text: every word is quoted, so
 FTS5 syntax (`"`, `*`, `-`, `NEAR`, `AND`, parentheses) is searched for, never interpreted.
+Text and queries are folded the same way (kbes.projections.folding): what folding adds to a
+title or content is indexed in a column of its own, weighted as the title or the content.
 
 One table holds every knowledge base, each in its own range of rowids: an entry's rowid is its
 knowledge base's partition number shifted above the article row's `seq`. A search passes its
@@ -13,12 +15,17 @@ per knowledge base would give each its own statistics."""
 
 from __future__ import annotations
 
-import re
 from typing import Any
+
+from kbes.projections import folding
+
+COLUMNS = ("title", "content", "title_folded", "content_folded")
+"""The title and content as written, and what folding adds to each (kbes.projections.folding).
+An index with other columns is from before the folding: it is rebuilt (`outdated`)."""
 
 SCHEMA = (
     "CREATE VIRTUAL TABLE IF NOT EXISTS search_index USING fts5("
-    "title, content, tokenize='porter unicode61 remove_diacritics 2')"
+    f"{', '.join(COLUMNS)}, tokenize='porter unicode61 remove_diacritics 2')"
 )
 
 PARTITIONS = (
@@ -35,18 +42,14 @@ SNIPPET_TOKENS = 24
 SEQ_BITS = 40
 SEQ_MASK = (1 << SEQ_BITS) - 1
 
-_WORD = re.compile(r"\w+", re.UNICODE)
+NON_ASCII = "*[^\x01-\x7f]*"
+"""A GLOB pattern that matches text holding a character beyond ASCII."""
 
 
 def match_expression(query: str) -> str | None:
-    """FTS5 MATCH text for a free-text query: any of its words, each a quoted string.
-    Returns None when the query holds no word at all (nothing can match)."""
-    terms: list[str] = []
-    for word in _WORD.findall(query.lower()):
-        if word not in terms:
-            terms.append(word)
-        if len(terms) == MAX_TERMS:
-            break
+    """FTS5 MATCH text for a free-text query: any of its words (folded as the text is, CJK
+    cut into bigrams), each a quoted string. None when the query holds no word at all."""
+    terms = folding.query_terms(query, MAX_TERMS)
     if not terms:
         return None
     return " OR ".join(f'"{term}"' for term in terms)
@@ -61,7 +64,8 @@ SEARCH_SQL = (
     f"AND search_index.rowid >= {_PART} << {SEQ_BITS} "
     f"AND search_index.rowid < ({_PART} + 1) << {SEQ_BITS} "
     "AND a.knowledge_base_id = ?2 "
-    f"ORDER BY bm25(search_index, {TITLE_WEIGHT}, {CONTENT_WEIGHT}), a.seq LIMIT ?3"
+    "ORDER BY bm25(search_index, "
+    f"{TITLE_WEIGHT}, {CONTENT_WEIGHT}, {TITLE_WEIGHT}, {CONTENT_WEIGHT}), a.seq LIMIT ?3"
 )
 """Parameters: the MATCH expression, the knowledge base id, the limit. The rowid range keeps
 FTS5 inside the knowledge base; the `knowledge_base_id` test is a second guard."""
@@ -83,14 +87,38 @@ def fill(c: Any, suffix: str = "") -> None:
         f"FROM view_articles{suffix} v "
         "JOIN search_partitions p ON p.knowledge_base_id = v.knowledge_base_id "
         "WHERE v.status = 'published'",
-        f"INSERT INTO search_index{suffix} (rowid, title, content) "
-        "SELECT f.id, a.title, a.content "
+        # ASCII text has nothing to fold: filled in SQL. The rest below, through Python.
+        f"INSERT INTO search_index{suffix} (rowid, {', '.join(COLUMNS)}) "
+        "SELECT f.id, a.title, a.content, '', '' "
         f"FROM temp.search_fill f CROSS JOIN view_articles{suffix} a ON a.seq = f.seq "
+        f"WHERE NOT (a.title GLOB '{NON_ASCII}' OR a.content GLOB '{NON_ASCII}') "
         "ORDER BY f.id",
-        "DROP TABLE temp.search_fill",
     )
     for statement in statements:
         c.execute(statement)
+    after = 0
+    while True:
+        c.execute(
+            "SELECT f.id, a.title, a.content "
+            f"FROM temp.search_fill f CROSS JOIN view_articles{suffix} a ON a.seq = f.seq "
+            f"WHERE f.id > ? AND (a.title GLOB '{NON_ASCII}' OR a.content GLOB '{NON_ASCII}') "
+            "ORDER BY f.id LIMIT 500",
+            (after,),
+        )
+        rows = c.fetchall()
+        if not rows:
+            break
+        c.executemany(
+            f"INSERT INTO search_index{suffix} (rowid, {', '.join(COLUMNS)}) "
+            "VALUES (?, ?, ?, ?, ?)",
+            [(r[0], *_columns(r[1], r[2])) for r in rows],
+        )
+        after = rows[-1][0]
+    c.execute("DROP TABLE temp.search_fill")
+
+
+def _columns(title: str, content: str) -> tuple[str, str, str, str]:
+    return title, content, folding.folded_terms(title), folding.folded_terms(content)
 
 
 def rowid(c: Any, knowledge_base_id: str, seq: int) -> int:
@@ -110,21 +138,28 @@ def rowid(c: Any, knowledge_base_id: str, seq: int) -> int:
 
 
 def outdated(c: Any) -> bool:
-    """Whether the index holds rows keyed by `seq` alone (written before the partitions): it
-    must be dropped and rebuilt from the views."""
+    """Whether the index must be dropped and rebuilt from the views: it lacks the folded
+    columns (written before the folding), or holds rows keyed by `seq` alone (written before
+    the partitions)."""
+    c.execute("PRAGMA table_info(search_index)")
+    if tuple(row[1] for row in c.fetchall()) != COLUMNS:
+        return True
     c.execute("SELECT 1 FROM search_index WHERE rowid < ? LIMIT 1", (1 << SEQ_BITS,))
     return c.fetchone() is not None
 
 
 def index(c: Any, rowid: int, title: str, content: str) -> None:
     c.execute(
-        "INSERT INTO search_index(rowid, title, content) VALUES (?, ?, ?)", (rowid, title, content)
+        f"INSERT INTO search_index(rowid, {', '.join(COLUMNS)}) VALUES (?, ?, ?, ?, ?)",
+        (rowid, *_columns(title, content)),
     )
 
 
 def reindex(c: Any, rowid: int, title: str, content: str) -> None:
     c.execute(
-        "UPDATE search_index SET title = ?, content = ? WHERE rowid = ?", (title, content, rowid)
+        "UPDATE search_index SET title = ?, content = ?, title_folded = ?, content_folded = ? "
+        "WHERE rowid = ?",
+        (*_columns(title, content), rowid),
     )
 
 

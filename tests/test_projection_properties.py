@@ -16,8 +16,21 @@ from kbes import KnowledgeBaseStore, call_tool, format_timestamp, open_store
 from kbes.domain.article import EVENT_TYPES, Article
 from kbes.domain.errors import KbesError
 from kbes.domain.knowledge_base import KnowledgeBase
+from kbes.projections.folding import folded_terms
 
-WORDS = ["alpha", "beta", "gamma", "delta", "reset", "password", "billing", "café", "zeta"]
+WORDS = [
+    "alpha",
+    "beta",
+    "gamma",
+    "delta",
+    "reset",
+    "password",
+    "billing",
+    "café",
+    "zeta",
+    "Straße",
+    "東京",
+]
 
 OPS = [
     "kb",
@@ -140,7 +153,9 @@ def fold(store: KnowledgeBaseStore) -> dict[str, list[tuple[Any, ...]]]:
         ),
         "view_article_versions": sorted(versions),
         "search_index": sorted(
-            (aid, a["title"], a["content"]) for aid, a in arts.items() if a["status"] == "published"
+            (aid, a["title"], a["content"], folded_terms(a["title"]), folded_terms(a["content"]))
+            for aid, a in arts.items()
+            if a["status"] == "published"
         ),
     }
 

@@ -24,7 +24,8 @@ def dump(views: Views) -> dict[str, list[tuple[Any, ...]]]:
                 rows = [row[1:] for row in rows]  # seq depends on insertion order only
             out[table] = rows
         c.execute(
-            "SELECT a.article_id, s.title, s.content FROM search_index s "
+            "SELECT a.article_id, s.title, s.content, s.title_folded, s.content_folded "
+            "FROM search_index s "
             f"JOIN view_articles a ON a.seq = s.rowid & {search.SEQ_MASK} ORDER BY a.article_id"
         )
         out["search_index"] = [tuple(row) for row in c.fetchall()]
