@@ -27,7 +27,7 @@ BATCH = 16
 REQUIRED = ("numpy", "onnxruntime", "tokenizers", MODEL_PACKAGE)
 
 
-class SemanticUnavailable(Exception):
+class SemanticUnavailable(ImportError):
     """Hybrid search was asked for without the `semantic` extra: `missing` names what is not
     installed (words for readers live with each door)."""
 

@@ -33,6 +33,8 @@ class Config:
     push_idle_seconds: float
     isolation_others: int
     isolation_articles: int
+    quality_articles: int
+    quality_queries: int
 
     @classmethod
     def full(cls) -> Config:
@@ -56,6 +58,8 @@ class Config:
             push_idle_seconds=30.0,
             isolation_others=100,
             isolation_articles=1_000,
+            quality_articles=3_000,
+            quality_queries=500,
         )
 
     @classmethod
@@ -80,4 +84,6 @@ class Config:
             push_idle_seconds=2.0,
             isolation_others=10,
             isolation_articles=200,
+            quality_articles=100,
+            quality_queries=50,
         )

@@ -15,13 +15,14 @@ from kbes.sims.bench.history import measure_long_history
 from kbes.sims.bench.isolation import measure_isolation
 from kbes.sims.bench.polls import measure_polls
 from kbes.sims.bench.push import measure_push
+from kbes.sims.bench.quality import measure_quality
 from kbes.sims.bench.reads import measure_reads
 from kbes.sims.bench.rebuild import measure_rebuild
 from kbes.sims.bench.results import Report
 from kbes.sims.bench.sim_day import measure_sim
 from kbes.sims.bench.startup import measure_serve
 
-GROUPS = ("1", "2", "3", "4", "5", "6", "7", "8", "9", "10")
+GROUPS = ("1", "2", "3", "4", "5", "6", "7", "8", "9", "10", "11")
 
 
 @contextmanager
@@ -68,6 +69,8 @@ def run(
             measure_push(report, workdir, say)
         if "10" in groups:
             measure_isolation(report, workdir, say)
+        if "11" in groups:
+            measure_quality(report, workdir, say)
     if config.quick:  # small datasets: the targets are judged on the full run only
         for row in report.rows:
             row.met = None
