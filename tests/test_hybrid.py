@@ -5,6 +5,7 @@ embeds nothing again, and the choice of mode is read once and refused clearly.""
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import sqlite3
 from pathlib import Path
@@ -14,8 +15,9 @@ from click.testing import CliRunner
 
 from kbes import KnowledgeBaseStore, call_tool, open_store
 from kbes.cli import main
-from kbes.projections import embedder, hybrid
+from kbes.projections import hybrid
 from kbes.projections.embedder import SemanticUnavailable, shared_model
+from kbes.store.results import Hit
 from kbes.store.settings import BadSetting, Settings
 
 CAT = ("Feline care", "Feed a cat twice a day, brush its fur weekly and take it to the vet.")
@@ -25,8 +27,8 @@ QUERY = "looking after my kitten"
 """Shares no word with CAT: the keyword index cannot find it, meaning can."""
 
 
-def ids(hits: list[object]) -> list[str]:
-    return [hit.article_id for hit in hits]  # type: ignore[attr-defined]
+def ids(hits: list[Hit]) -> list[str]:
+    return [hit.article_id for hit in hits]
 
 
 @pytest.fixture
@@ -139,7 +141,7 @@ def test_the_tool_takes_the_mode(db_path: Path) -> None:
         "search_knowledge_base",
         {"knowledge_base_id": kb, "query": QUERY},
     )
-    assert [h.article_id for h in answer.hits] == [cat]  # type: ignore[attr-defined]
+    assert [h.article_id for h in answer.hits] == [cat]
 
 
 def test_keyword_mode_builds_no_vectors(db_path: Path) -> None:
@@ -166,9 +168,9 @@ def test_hybrid_without_the_extra_names_the_fix(
     db_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     open_store(db_path).create_knowledge_base("Home")
-    real = embedder.importlib.util.find_spec
+    real = importlib.util.find_spec
     monkeypatch.setattr(
-        embedder.importlib.util,
+        importlib.util,
         "find_spec",
         lambda name, *a: None if name == "onnxruntime" else real(name, *a),
     )

@@ -47,7 +47,7 @@ def seeded(db: Path) -> tuple[str, str, str]:
 
 def isolated() -> bool:
     unshare = shutil.which("unshare")
-    return bool(unshare) and subprocess.run([unshare, "-rn", "true"]).returncode == 0
+    return unshare is not None and subprocess.run([unshare, "-rn", "true"]).returncode == 0
 
 
 @asynccontextmanager

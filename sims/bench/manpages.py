@@ -65,7 +65,8 @@ def _clean(line: str) -> str:
 def parse(path: Path) -> Page | None:
     """The page at `path` (gzipped roff), or None if it is an alias, short or unnamed."""
     try:
-        raw = gzip.open(path, "rt", encoding="utf-8", errors="replace").read()
+        with gzip.open(path, "rt", encoding="utf-8", errors="replace") as f:
+            raw = f.read()
     except (OSError, EOFError):
         return None
     if raw.startswith(".so "):
