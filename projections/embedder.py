@@ -24,7 +24,7 @@ MAX_TOKENS = 256
 """The model's max_seq_length (sentence-transformers' sentence_bert_config.json)."""
 DIMENSIONS = 384
 BATCH = 16
-REQUIRED = ("numpy", "onnxruntime", "tokenizers", MODEL_PACKAGE)
+REQUIRED = ("numpy", "onnxruntime", "threadpoolctl", "tokenizers", MODEL_PACKAGE)
 
 
 class SemanticUnavailable(ImportError):

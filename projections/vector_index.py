@@ -12,8 +12,13 @@ from __future__ import annotations
 from typing import Any
 
 import numpy as np
+from threadpoolctl import ThreadpoolController
 
 from kbes.projections.embedder import DIMENSIONS
+
+BLAS = ThreadpoolController()
+"""One BLAS thread for a search: OpenBLAS's threads, woken for one matrix-vector product on a
+busy machine, cost 5-12 ms where one thread takes 0.1 ms (2,000 vectors; docs/search.md)."""
 
 
 class KnowledgeBaseVectors:
@@ -61,7 +66,8 @@ class KnowledgeBaseVectors:
         n = len(self.ids)
         if n == 0 or limit < 1:
             return []
-        scores = self.matrix[:n] @ query
+        with BLAS.limit(limits=1, user_api="blas"):
+            scores = self.matrix[:n] @ query
         scores[~self.valid[:n]] = -np.inf
         top = min(limit, n)
         best = np.argpartition(-scores, top - 1)[:top] if top < n else np.arange(n)

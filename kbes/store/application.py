@@ -22,7 +22,7 @@ from eventsourcing.utils import get_topic
 from kbes.domain.article import Article
 from kbes.domain.clock import Clock, SystemClock
 from kbes.domain.errors import InvalidState
-from kbes.projections.embedder import require
+from kbes.projections.embedder import Embedder, require
 from kbes.projections.views import Views
 from kbes.store.commands import PeopleCommands
 from kbes.store.edit import AgentEdit
@@ -58,10 +58,13 @@ class KnowledgeBaseStore(HybridSearch, PeopleCommands, AgentEdit, Queries, LogRe
         *,
         clock: Clock | None = None,
         settings: Settings | None = None,
+        embedder: Embedder | None = None,
     ) -> None:
         """`env` is eventsourcing's (open_store makes it from `settings`); `settings`, by
-        default kbes's, gives the limits this store applies and its tools advertise."""
+        default kbes's, gives the limits this store applies and its tools advertise;
+        `embedder`, by default the semantic extra's model, what hybrid search embeds with."""
         self.settings = settings or Settings()
+        self.embedder = embedder
         super().__init__(env)
         self.clock: Clock = clock or SystemClock()
         self._known_knowledge_bases: set[UUID] = set()
@@ -71,7 +74,7 @@ class KnowledgeBaseStore(HybridSearch, PeopleCommands, AgentEdit, Queries, LogRe
             factory.views_datastore, application_name=self.name, source=(self.feed, self.mapper)
         )
         self.views.create_table()
-        if self.settings.search == "hybrid":
+        if self.settings.search == "hybrid" and embedder is None:
             require()  # SemanticUnavailable as the store opens; the model loads at first use
 
     mapper: MsgspecMapper
@@ -88,6 +91,7 @@ def open_store(
     views: str | os.PathLike[str] | None = None,
     settings: Settings | None = None,
     search: str | None = None,
+    embedder: Embedder | None = None,
 ) -> KnowledgeBaseStore:
     """Open (creating if needed) the store at `db`: a SQLite file path, default `KBES_DB` or
     `./kbes.sqlite`. `synchronous="OFF"` is for throwaway databases only: a power cut may lose
@@ -99,21 +103,22 @@ def open_store(
     The environment is read here, once, into the store's `Settings` (kbes.store.settings),
     unless `settings` are given; the arguments given win over either. A bad value raises
     `BadSetting` naming its variable. `search="hybrid"` (or `KBES_SEARCH`) fuses the keyword
-    search with the vector projection's (the `semantic` extra; else `SemanticUnavailable`)."""
+    search with the vector projection's (the `semantic` extra; else `SemanticUnavailable`),
+    embedding with `embedder` if given (a simulation's), else the extra's model."""
     flags: dict[str, Any] = {"db": db, "synchronous": synchronous, "views": views, "search": search}
     settings = Settings.read(os.environ, **flags) if settings is None else settings.but(**flags)
     if settings.db.lower().startswith(("postgresql://", "postgres://")):
         from kbes.store.postgres_url import postgres_env  # psycopg: the `postgres` extra
 
         return KnowledgeBaseStore(
-            postgres_env(settings.db, settings), clock=clock, settings=settings
+            postgres_env(settings.db, settings), clock=clock, settings=settings, embedder=embedder
         )
     env = {
         "SQLITE_DBNAME": settings.db,
         "SQLITE_LOCK_TIMEOUT": str(settings.lock_timeout),
         SYNCHRONOUS_ENV: settings.synchronous,
     }
-    return KnowledgeBaseStore(env, clock=clock, settings=settings)
+    return KnowledgeBaseStore(env, clock=clock, settings=settings, embedder=embedder)
 
 
 __all__ = ["InvalidState", "KnowledgeBaseStore", "open_store"]

@@ -11,23 +11,27 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from uuid import UUID
 
 from kbes.projections import hybrid, vectors
 from kbes.projections.embedder import Embedder, document_text, require, shared_model
-from kbes.projections.vector_index import VectorIndex
 from kbes.store.queries import Queries
 from kbes.store.results import Hit
 
+if TYPE_CHECKING:  # numpy: the semantic extra, imported at the first hybrid search
+    from kbes.projections.vector_index import VectorIndex
+
 EMBED_PER_SEARCH = 4
 """Waiting articles one hybrid search embeds before it answers (about 0.1 s each)."""
-EMBED_BATCH = 32
+EMBED_BATCH = 64
+"""Texts embedded and stored per transaction by `embed_pending`."""
 
 
 class HybridSearch(Queries):
     """`search` by words, or by words and meaning, as the store's settings say."""
 
+    embedder: Embedder | None
     _vector_state: tuple[Embedder, VectorIndex] | None = None
     _vector_lock = threading.Lock()
     """One hybrid search or embedding at a time in a process (the index is shared state)."""
@@ -81,8 +85,12 @@ class HybridSearch(Queries):
 
     def _vectors(self) -> tuple[Embedder, VectorIndex]:
         if self._vector_state is None:
-            require()
-            model = shared_model()
+            from kbes.projections.vector_index import VectorIndex
+
+            model = self.embedder
+            if model is None:
+                require()
+                model = shared_model()
             self._vector_state = (model, VectorIndex(model.name))
         return self._vector_state
 

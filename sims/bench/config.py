@@ -35,6 +35,8 @@ class Config:
     isolation_articles: int
     quality_articles: int
     quality_queries: int
+    hybrid_sizes: tuple[int, ...]
+    hybrid_samples: int
 
     @classmethod
     def full(cls) -> Config:
@@ -60,6 +62,8 @@ class Config:
             isolation_articles=1_000,
             quality_articles=3_000,
             quality_queries=500,
+            hybrid_sizes=(10_000, 100_000),
+            hybrid_samples=300,
         )
 
     @classmethod
@@ -86,4 +90,6 @@ class Config:
             isolation_articles=200,
             quality_articles=100,
             quality_queries=50,
+            hybrid_sizes=(2_000,),
+            hybrid_samples=100,
         )
