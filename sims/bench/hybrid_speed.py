@@ -71,9 +71,8 @@ def measure_hybrid_speed(report: Report, workdir: Path, progress: Progress) -> N
         try:
             progress(f"row 12: {size:,} synthetic vectors (embedding)")
             store.embed_pending()
-            shapes = {
-                "keyword-shaped": [corpus.query(rng.choice(titles)) for _ in range(cfg.hybrid_samples)],
-            }
+            asked = [corpus.query(rng.choice(titles)) for _ in range(cfg.hybrid_samples)]
+            shapes = {"keyword-shaped": asked}
             shapes["question-shaped"] = [question(q) for q in shapes["keyword-shaped"]]
             for m, (shape, queries) in enumerate(shapes.items()):
                 progress(f"row 12: {size:,} articles, {shape} queries")
