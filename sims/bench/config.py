@@ -88,8 +88,8 @@ class Config:
             push_idle_seconds=2.0,
             isolation_others=10,
             isolation_articles=200,
-            quality_articles=100,
-            quality_queries=50,
-            hybrid_sizes=(2_000,),
-            hybrid_samples=100,
+            quality_articles=60,
+            quality_queries=30,
+            hybrid_sizes=(1_000,),
+            hybrid_samples=50,
         )

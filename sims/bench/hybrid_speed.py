@@ -113,7 +113,8 @@ def _query_embedding(report: Report, workdir: Path, progress: Progress) -> None:
         for title in ("Reset a password", "Billing cycle", "Travel expenses"):
             store.add_article(kb, title, f"How the {title.lower()} works.", publish=True)
         progress("row 12: the model embedding one query")
-        queries = [question(Corpus(seed=13).title()) for _ in range(200)]
+        corpus = Corpus(seed=13)
+        queries = [question(corpus.title()) for _ in range(report.config.hybrid_samples)]
         runs = []
         for _ in range(report.config.repeats):
             ms = latencies_ms(_searcher(store, kb), queries)
