@@ -131,25 +131,24 @@ def _write(c: Any, rows: Iterable[tuple[str, str, bytes | None]], *, whole: bool
     return len(changes)
 
 
-def pending(c: Any, model: str, knowledge_base_id: str | None, limit: int) -> list[Any]:
-    """Up to `limit` (hash, title, content) of published articles whose text `model` has not
-    embedded yet: of one knowledge base, or of all when None."""
-    where = "AND v.knowledge_base_id = ? " if knowledge_base_id else ""
-    params = (model, knowledge_base_id, limit) if knowledge_base_id else (model, limit)
+def pending(c: Any, model: str, after: str, limit: int) -> list[Any]:
+    """(article id, title, content) of up to `limit` published articles after the article id
+    `after`, in id order, whose text `model` has not embedded yet: a walk of the table by its
+    key, so embedding a whole knowledge base reads each row once."""
     c.execute(
-        "SELECT v.content_hash, a.title, a.content FROM vector_articles v "
+        "SELECT v.article_id, a.title, a.content FROM vector_articles v "
         "JOIN view_articles a ON a.article_id = v.article_id "
-        "WHERE v.content_hash IS NOT NULL AND NOT EXISTS (SELECT 1 FROM embeddings e "
-        f"WHERE e.model = ? AND e.content_hash = v.content_hash) {where}"
-        "GROUP BY v.content_hash LIMIT ?",
-        params,
+        "WHERE v.article_id > ? AND v.content_hash IS NOT NULL AND NOT EXISTS ("
+        "SELECT 1 FROM embeddings e WHERE e.model = ? AND e.content_hash = v.content_hash) "
+        "ORDER BY v.article_id LIMIT ?",
+        (after, model, limit),
     )
     return c.fetchall()
 
 
 def count_pending(c: Any, model: str) -> int:
     c.execute(
-        "SELECT COUNT(DISTINCT v.content_hash) FROM vector_articles v "
+        "SELECT COUNT(*) FROM vector_articles v "
         "WHERE v.content_hash IS NOT NULL AND NOT EXISTS (SELECT 1 FROM embeddings e "
         "WHERE e.model = ? AND e.content_hash = v.content_hash)",
         (model,),

@@ -58,17 +58,19 @@ class HybridSearch(Queries):
         """Embed every published article whose text the model has not embedded yet; report
         each batch to `progress`; return how many texts were embedded."""
         embedder, _ = self._vectors()
-        done = 0
+        done, after = 0, ""
         with self._vector_lock:
             self.catch_up()
             self._sync_vectors()
             while True:
                 with self.views.read() as c:
-                    rows = vectors.pending(c, embedder.name, None, EMBED_BATCH)
+                    rows = vectors.pending(c, embedder.name, after, EMBED_BATCH)
                 if not rows:
                     return done
-                self._embed_texts(embedder, [(title, content) for _, title, content in rows])
-                done += len(rows)
+                after = rows[-1][0]
+                texts = {vectors.content_hash(t, x): (t, x) for _, t, x in rows}
+                self._embed_texts(embedder, list(texts.values()))
+                done += len(texts)
                 if progress is not None:
                     progress(len(rows))
 
