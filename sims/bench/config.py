@@ -37,6 +37,7 @@ class Config:
     quality_queries: int
     hybrid_sizes: tuple[int, ...]
     hybrid_samples: int
+    hybrid_repeats: int
 
     @classmethod
     def full(cls) -> Config:
@@ -64,6 +65,7 @@ class Config:
             quality_queries=500,
             hybrid_sizes=(10_000, 100_000),
             hybrid_samples=300,
+            hybrid_repeats=3,
         )
 
     @classmethod
@@ -92,4 +94,5 @@ class Config:
             quality_queries=30,
             hybrid_sizes=(1_000,),
             hybrid_samples=50,
+            hybrid_repeats=3,
         )

@@ -77,7 +77,7 @@ def measure_hybrid_speed(report: Report, workdir: Path, progress: Progress) -> N
             for m, (shape, queries) in enumerate(shapes.items()):
                 progress(f"row 12: {size:,} articles, {shape} queries")
                 p50s, p99s, k99s = [], [], []
-                for _ in range(cfg.repeats):
+                for _ in range(cfg.hybrid_repeats):
                     hybrid_ms = latencies_ms(_searcher(store, kb), queries)
                     keyword_ms = latencies_ms(_searcher(words, kb), queries)
                     p50s.append(percentile(hybrid_ms, 50))
@@ -116,7 +116,7 @@ def _query_embedding(report: Report, workdir: Path, progress: Progress) -> None:
         corpus = Corpus(seed=13)
         queries = [question(corpus.title()) for _ in range(report.config.hybrid_samples)]
         runs = []
-        for _ in range(report.config.repeats):
+        for _ in range(report.config.hybrid_repeats):
             ms = latencies_ms(_searcher(store, kb), queries)
             runs.append(percentile(ms, 99))
         report.add(
