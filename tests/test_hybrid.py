@@ -160,6 +160,9 @@ def test_a_bad_mode_is_refused_naming_the_variable(monkeypatch: pytest.MonkeyPat
     assert caught.value.variable == "KBES_SEARCH" and "keyword or hybrid" in str(caught.value)
     assert Settings.read({"KBES_SEARCH": "Hybrid"}).search == "hybrid"
     assert Settings.read({}).search == "keyword"
+    # The flag wins over the variable, which is then not read.
+    assert Settings.read({"KBES_SEARCH": "fuzzy"}, search="keyword").search == "keyword"
+    assert Settings().but(search="HYBRID").search == "hybrid"
     with pytest.raises(BadSetting):
         Settings(search="semantic")
 
