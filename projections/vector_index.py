@@ -31,6 +31,14 @@ class KnowledgeBaseVectors:
         self.slots: dict[str, int] = {}
         self.free: list[int] = []
 
+    def reserve(self, rows: int) -> None:
+        """Room for `rows` vectors without growing (a knowledge base loaded whole)."""
+        if rows > len(self.valid):
+            grown = np.zeros((rows, DIMENSIONS), dtype=np.float32)
+            grown[: len(self.valid)] = self.matrix
+            self.matrix = grown
+            self.valid = np.concatenate([self.valid, np.zeros(rows - len(self.valid), bool)])
+
     def __len__(self) -> int:
         return int(self.valid[: len(self.ids)].sum())
 
@@ -109,6 +117,12 @@ class VectorIndex:
         if not self.bases:
             self.changed, self.embedded = self.marks(c)
         base = self.bases[knowledge_base_id] = KnowledgeBaseVectors()
+        c.execute(
+            "SELECT COUNT(*) FROM vector_articles WHERE knowledge_base_id = ? "
+            "AND content_hash IS NOT NULL",
+            (knowledge_base_id,),
+        )
+        base.reserve(int(c.fetchone()[0]))
         c.execute(
             "SELECT v.article_id, v.content_hash, e.vector FROM vector_articles v "
             "LEFT JOIN embeddings e ON e.model = ? AND e.content_hash = v.content_hash "
