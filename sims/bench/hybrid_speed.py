@@ -138,4 +138,37 @@ def _searcher(store: Any, kb: str) -> Any:
     return search
 
 
-__all__ = ["SyntheticEmbedder", "measure_hybrid_speed"]
+def measure_store(path: str, samples: int) -> None:
+    """Print hybrid and keyword p50/p99 on a store row 12 built (`kbes bench --rows 12 --dir`),
+    its vectors already embedded: for a figure without building 100,000 articles again."""
+    store = open_store(path, search="hybrid", embedder=SyntheticEmbedder())
+    words = open_store(path)
+    try:
+        store.catch_up()
+        [info] = store.knowledge_bases()
+        kb = info.knowledge_base_id
+        titles = [a.title for a in store.articles(kb)]
+        rng = random.Random(12)
+        corpus = Corpus(seed=12)
+        asked = [corpus.query(rng.choice(titles)) for _ in range(samples)]
+        for shape, queries in (("keyword", asked), ("question", [question(q) for q in asked])):
+            for mode, on in (("hybrid", store), ("keyword", words)):
+                ms = latencies_ms(_searcher(on, kb), queries)
+                print(
+                    f"{info.published:,} articles, {shape}-shaped, {mode} search: "
+                    f"p50 {percentile(ms, 50):.1f} ms, p99 {percentile(ms, 99):.1f} ms "
+                    f"({len(ms)} queries)",
+                    flush=True,
+                )
+    finally:
+        store.close()
+        words.close()
+
+
+if __name__ == "__main__":
+    import sys
+
+    measure_store(sys.argv[1], int(sys.argv[2]) if len(sys.argv) > 2 else 300)
+
+
+__all__ = ["SyntheticEmbedder", "measure_hybrid_speed", "measure_store"]
