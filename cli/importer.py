@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 
 import click
 
-from kbes.cli.options import json_option, print_json, with_store
+from kbes.cli.options import existing_db_option, json_option, print_json, store_at
+from kbes.cli.search_option import search_option, search_settings
 from kbes.log.importer import import_folder as run_import
 from kbes.log.importer import shown
 from kbes.store.application import KnowledgeBaseStore
@@ -21,9 +23,10 @@ from kbes.store.application import KnowledgeBaseStore
     help="Publish new articles (an article a person unpublished stays unpublished).",
 )
 @json_option
-@with_store
+@existing_db_option
+@search_option
 def import_folder(
-    store: KnowledgeBaseStore, folder: Path, kb: str, publish: bool, as_json: bool
+    folder: Path, kb: str, publish: bool, as_json: bool, db: str, search: str | None
 ) -> None:
     """Import FOLDER's Markdown files (*.md, recursively), one article per file.
 
@@ -33,7 +36,17 @@ def import_folder(
 
     Symbolic links are never followed, to a file or a folder, leading out of FOLDER or
     staying in: each is skipped and named on stderr, so nothing outside FOLDER is read.
+
+    With --search hybrid (or KBES_SEARCH=hybrid) the published articles are then embedded
+    for search by meaning, with a progress bar (about 0.1 s an article; see docs/search.md).
     """
+    with store_at(db, checked=search_settings(db, search)) as store:
+        _import(store, folder, kb, publish=publish, as_json=as_json)
+
+
+def _import(
+    store: KnowledgeBaseStore, folder: Path, kb: str, *, publish: bool, as_json: bool
+) -> None:
     report = run_import(store, kb, folder, publish=publish)
     for key, reason in report.skipped.items():
         click.echo(f"skipped  {shown(key)}: {reason}", err=True)
@@ -51,3 +64,15 @@ def import_folder(
         f"{len(report.added)} added, {len(report.saved)} saved, "
         f"{len(report.published)} published, {len(report.unchanged)} unchanged"
     )
+    if store.settings.search == "hybrid":
+        embed(store)
+
+
+def embed(store: KnowledgeBaseStore) -> None:
+    """Embed what the import published, with a progress bar on stderr."""
+    waiting = store.pending_embeddings()
+    if not waiting:
+        return
+    with click.progressbar(length=waiting, label="embedding articles", file=sys.stderr) as bar:
+        done = store.embed_pending(progress=bar.update)
+    click.echo(f"{done} articles embedded for hybrid search", err=True)

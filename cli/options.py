@@ -13,8 +13,9 @@ from typing import TYPE_CHECKING, Any, TypeVar
 import click
 import msgspec
 
-from kbes.cli.refusals import database_refusal, refusal
+from kbes.cli.refusals import database_refusal, refusal, semantic_missing
 from kbes.domain.errors import KbesError
+from kbes.projections.embedder import SemanticUnavailable
 from kbes.store import probe
 from kbes.store.application import KnowledgeBaseStore, open_store
 from kbes.store.probe import POSTGRES_SCHEMES, one_line
@@ -163,6 +164,8 @@ def store_at(
         require_database(db, create=create, instead=instead, settings=settings)
     try:
         store = open_store(settings=settings)
+    except SemanticUnavailable as e:
+        raise click.ClickException(semantic_missing(e.missing)) from None
     except Exception as e:  # the database could not be opened at all
         message = one_line(str(e)).replace(db, redact(db))
         raise NoDatabase(f"cannot open database {redact(db)!r} (--db / KBES_DB): {message}") from e

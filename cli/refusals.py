@@ -234,3 +234,12 @@ def database_refusal(e: probe.Refused, alternative: str) -> str:
                 f"{alternative}"
             )
     raise AssertionError(f"no words for {e!r}")  # pragma: no cover - every kind has a case
+
+
+def semantic_missing(missing: Sequence[str]) -> str:
+    """Hybrid search asked for without the `semantic` extra installed."""
+    return (
+        "--search hybrid (KBES_SEARCH=hybrid) needs the semantic extra, which is not installed "
+        f"(missing: {', '.join(missing)}): pip install 'kbes[semantic]', or search with "
+        "--search keyword"
+    )

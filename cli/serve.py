@@ -13,6 +13,7 @@ import click
 
 from kbes.cli.grants import GRANT_HELP, grant_values
 from kbes.cli.options import existing_db_option, store_at
+from kbes.cli.search_option import search_option, search_settings
 from kbes.server.edit_policy import EDIT_POLICIES, EditPolicy
 from kbes.server.identity import describe_grants, instructions_for
 from kbes.server.query_redaction import RedactQueryCredentials
@@ -157,6 +158,7 @@ LOG_LEVELS = ("debug", "info", "warning", "error")
     help="With --http: open connections (or requests in flight) past which a request is "
     "answered 503 at once.",
 )
+@search_option
 def serve(
     db: str,
     grant_ids: tuple[str, ...],
@@ -172,6 +174,7 @@ def serve(
     max_sessions_per_client: int,
     http_header_timeout: float,
     http_max_connections: int,
+    search: str | None,
 ) -> None:
     """Serve the four knowledge-base tools over MCP: stdio by default, or streamable HTTP.
 
@@ -226,7 +229,7 @@ def serve(
     tokens = load_tokens(tokens_file) if tokens_file else None
     configure_logging(log_level, tokens)
     tools = [*TOOLS.values(), *(HISTORY_TOOLS if history_tools else [])]
-    with store_at(db) as store:
+    with store_at(db, checked=search_settings(db, search)) as store:
         grants = resolve_grants(store, grant_ids, grant_all)
         if tokens is not None:
             check_token_grants(store, tokens, grants)
@@ -238,7 +241,7 @@ def serve(
             # Said before the MCP SDK's import, the slow one, as the stdio server starts.
             note(
                 f"kbes serve: MCP over stdio; database {redact(db)}; "
-                f"grants {granted(grants)}; edits {edits}"
+                f"grants {granted(grants)}; edits {edits}; search {store.settings.search}"
             )
         from kbes.server.mcp_server import KbesMCP, bind, url_host
 
@@ -266,7 +269,8 @@ def serve(
             auth += f"; approvals sealed with {len(approval_keys)} key(s) from {approval_keys_file}"
         note(
             f"kbes serve: MCP over streamable HTTP at http://{url_host(host)}:{bound}/mcp; "
-            f"database {redact(db)}; grants {granted(grants)}; {auth}; edits {edits}"
+            f"database {redact(db)}; grants {granted(grants)}; {auth}; edits {edits}; "
+            f"search {store.settings.search}"
         )
         try:
             anyio.run(lambda: mcp.serve_http(sock, log_level=log_level))

@@ -15,6 +15,7 @@ import click
 import msgspec
 
 from kbes.cli.options import existing_db_option, store_at
+from kbes.cli.search_option import search_option, search_settings
 from kbes.domain.errors import KbesError
 from kbes.domain.limits import encodes
 from kbes.tools import HISTORY_TOOLS, TOOLS, call_tool
@@ -57,7 +58,8 @@ def parse_arguments(pairs: tuple[str, ...]) -> dict[str, Any]:
 @click.argument("arguments", nargs=-1, type=click.UNPROCESSED)
 @click.option("--indent", is_flag=True, help="Pretty-print the JSON.")
 @existing_db_option
-def tool(name: str, arguments: tuple[str, ...], indent: bool, db: str) -> None:
+@search_option
+def tool(name: str, arguments: tuple[str, ...], indent: bool, db: str, search: str | None) -> None:
     """Call the agent tool NAME with ARGUMENTS and print its JSON result.
 
     NAME is one of: search_knowledge_base, read_knowledge_article, edit_knowledge_article,
@@ -72,7 +74,7 @@ def tool(name: str, arguments: tuple[str, ...], indent: bool, db: str) -> None:
     tool's error result, and exits with status 1.
     """
     args = parse_arguments(arguments)
-    with store_at(db) as store:
+    with store_at(db, checked=search_settings(db, search)) as store:
         try:
             result: Any = msgspec.to_builtins(call_tool(store, name, args))
             failed = False

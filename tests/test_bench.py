@@ -36,6 +36,7 @@ def test_quick_bench_prints_and_writes_every_row(tmp_path: Path) -> None:
     rows = {row["key"]: row for row in data["rows"]}
     expected = {"1a", "1b", "1c", "3a", "3b", "3c", "4a", "4b", "4c", "4d", "5a", "5b"}
     expected |= {"6a", "6b", "7", "8", "9a", "9b", "9c", "9d", "10a", "10b", "10c", "10d"}
+    expected |= {"11a", "11b", "11c", "11d", "11e", "12a", "12c", "12e"}
     expected |= {
         f"2-{tool}-p{q}-{size}"
         for tool in ("read", "search")
@@ -57,13 +58,16 @@ def test_quick_bench_prints_and_writes_every_row(tmp_path: Path) -> None:
     ratios = [b / a for a, b in zip(alone, shared, strict=True)]
     assert rows["10c"]["kbes"]["runs"] == pytest.approx(ratios)
     assert rows["10c"]["target"] == "<= 1.3x" and rows["10c"]["met"] is None
-    for key in ("1a", "2-read-p50-400", "3b", "6a", "7", "8", "10c"):
+    # Row 11's hybrid rows carry the gain over keyword and its paired-bootstrap interval.
+    assert "paired bootstrap 95%" in rows["11b"]["note"] and rows["11b"]["met"] is None
+    assert rows["11a"]["kbes"]["max"] <= 1 and rows["11b"]["target"] == ">= keyword + 0.04"
+    for key in ("1a", "2-read-p50-400", "3b", "6a", "7", "8", "10c", "11d", "12a"):
         assert key in result.output
     assert "ratio" in result.output and "target" in result.output
 
 
 def test_bench_rejects_unknown_rows() -> None:
-    result = CliRunner().invoke(main, ["bench", "--rows", "11"])
+    result = CliRunner().invoke(main, ["bench", "--rows", "13"])
     assert result.exit_code != 0
     assert "unknown row" in result.output
 

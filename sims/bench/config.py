@@ -33,6 +33,11 @@ class Config:
     push_idle_seconds: float
     isolation_others: int
     isolation_articles: int
+    quality_articles: int
+    quality_queries: int
+    hybrid_sizes: tuple[int, ...]
+    hybrid_samples: int
+    hybrid_repeats: int
 
     @classmethod
     def full(cls) -> Config:
@@ -56,6 +61,11 @@ class Config:
             push_idle_seconds=30.0,
             isolation_others=100,
             isolation_articles=1_000,
+            quality_articles=3_000,
+            quality_queries=500,
+            hybrid_sizes=(10_000, 100_000),
+            hybrid_samples=300,
+            hybrid_repeats=3,
         )
 
     @classmethod
@@ -80,4 +90,9 @@ class Config:
             push_idle_seconds=2.0,
             isolation_others=10,
             isolation_articles=200,
+            quality_articles=60,
+            quality_queries=30,
+            hybrid_sizes=(1_000,),
+            hybrid_samples=50,
+            hybrid_repeats=3,
         )

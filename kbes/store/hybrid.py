@@ -1,0 +1,158 @@
+"""Hybrid search: the keyword search (kbes.store.queries, whatever engine it runs) and the
+vector projection's nearest articles, fused by reciprocal rank (kbes.projections.hybrid). Asked
+for with `Settings.search == "hybrid"`; otherwise `search` is the keyword search untouched.
+
+Embedding lags a save by design (docs/search.md): a save is in the vector half from the first
+hybrid search of its knowledge base in any process after it, which embeds up to
+`EMBED_PER_SEARCH` waiting articles first; until then the keyword half finds it by its words.
+`embed_pending` embeds every waiting article at once (`kbes import --search hybrid`)."""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+from uuid import UUID
+
+from kbes.projections import hybrid, vectors
+from kbes.projections.embedder import Embedder, document_text, require, shared_model
+from kbes.store.queries import Queries
+from kbes.store.results import Hit
+
+if TYPE_CHECKING:  # numpy: the semantic extra, imported at the first hybrid search
+    from kbes.projections.vector_index import VectorIndex
+
+EMBED_PER_SEARCH = 4
+"""Waiting articles one hybrid search embeds before it answers (about 0.1 s each)."""
+EMBED_BATCH = 64
+"""Texts embedded and stored per transaction by `embed_pending`."""
+
+
+class HybridSearch(Queries):
+    """`search` by words, or by words and meaning, as the store's settings say."""
+
+    embedder: Embedder | None
+    _vector_state: tuple[Embedder, VectorIndex] | None = None
+    _vector_lock = threading.Lock()
+    """One hybrid search or embedding at a time in a process (the index is shared state)."""
+
+    def search(self, knowledge_base_id: UUID | str, query: str, limit: int) -> list[Hit]:
+        if self.settings.search != "hybrid":
+            return super().search(knowledge_base_id, query, limit)
+        kb = str(self._knowledge_base_uuid(knowledge_base_id))
+        words = super().search(kb, query, max(limit, hybrid.DEPTH))
+        embedder, index = self._vectors()
+        with self._vector_lock:
+            self._sync_vectors()
+            self._refresh(kb, index)
+            waiting = index.waiting(kb, EMBED_PER_SEARCH)
+            if waiting:
+                self._embed_articles(embedder, waiting)
+                self._refresh(kb, index)
+            meaning = index.bases[kb].search(embedder.embed([query])[0], hybrid.DEPTH)
+        by_words = {hit.article_id: hit for hit in words}
+        fused = hybrid.fuse([list(by_words), [article_id for article_id, _ in meaning]])
+        return self._hits(kb, fused[:limit], by_words)
+
+    def embed_pending(self, progress: Callable[[int], None] | None = None) -> int:
+        """Embed every published article whose text the model has not embedded yet; report
+        each batch to `progress`; return how many texts were embedded."""
+        embedder, _ = self._vectors()
+        done, after = 0, ""
+        with self._vector_lock:
+            self.catch_up()
+            self._sync_vectors()
+            while True:
+                with self.views.read() as c:
+                    rows = vectors.pending(c, embedder.name, after, EMBED_BATCH)
+                if not rows:
+                    return done
+                after = rows[-1][0]
+                texts = {vectors.content_hash(t, x): (t, x) for _, t, x in rows}
+                self._embed_texts(embedder, list(texts.values()))
+                done += len(texts)
+                if progress is not None:
+                    progress(len(rows))
+
+    def pending_embeddings(self) -> int:
+        """How many published texts the model has not embedded yet (after a catch-up)."""
+        embedder, _ = self._vectors()
+        self.catch_up()
+        with self._vector_lock:
+            self._sync_vectors()
+            with self.views.read() as c:
+                return vectors.count_pending(c, embedder.name)
+
+    # Parts ------------------------------------------------------------------------------------
+
+    def _vectors(self) -> tuple[Embedder, VectorIndex]:
+        if self._vector_state is None:
+            from kbes.projections.vector_index import VectorIndex
+
+            model = self.embedder
+            if model is None:
+                require()
+                model = shared_model()
+            self._vector_state = (model, VectorIndex(model.name))
+        return self._vector_state
+
+    def _sync_vectors(self) -> None:
+        """The vector projection brought to the article view (one transaction)."""
+        database = self.views.database
+        with database.read() as c:
+            ready = not _missing(c)
+            if ready and vectors.tracked(c, database.application_name) == database.position(c):
+                return
+        with database.write() as c:
+            if not ready:
+                vectors.create(c)
+            vectors.sync(c, self.feed, database.application_name, database.position(c))
+
+    def _refresh(self, kb: str, index: VectorIndex) -> None:
+        with self.views.read() as c:
+            index.refresh(c)
+            index.load(c, kb)
+
+    def _embed_articles(self, embedder: Embedder, article_ids: list[str]) -> None:
+        texts = []
+        for article_id in article_ids:
+            row = self.views.article(article_id)
+            if row is not None and row["status"] == "published":
+                texts.append((row["title"], row["content"]))
+        self._embed_texts(embedder, texts)
+
+    def _embed_texts(self, embedder: Embedder, texts: list[tuple[str, str]]) -> None:
+        """Embed outside any transaction (slow), then store in one short one."""
+        if not texts:
+            return
+        matrix = embedder.embed([document_text(title, content) for title, content in texts])
+        pairs = [
+            (vectors.content_hash(title, content), matrix[i].tobytes())
+            for i, (title, content) in enumerate(texts)
+        ]
+        with self.views.database.write() as c:
+            vectors.store_embeddings(c, embedder.name, pairs)
+
+    def _hits(self, kb: str, article_ids: list[str], by_words: dict[str, Hit]) -> list[Hit]:
+        """The hits in `article_ids` order: the keyword hit where there is one, else the
+        article as the view holds it now, if still a published article of `kb`."""
+        hits = []
+        for article_id in article_ids:
+            hit = by_words.get(article_id)
+            if hit is None:
+                row: Any = self.views.article(article_id)
+                if row is None or row["status"] != "published" or row["knowledge_base_id"] != kb:
+                    continue
+                hit = Hit(
+                    row["article_id"], row["title"], hybrid.lead(row["content"]), row["updated_at"]
+                )
+            hits.append(hit)
+        return hits
+
+
+def _missing(c: Any) -> bool:
+    c.execute("SELECT 1 FROM sqlite_master WHERE name = 'embeddings'")
+    return c.fetchone() is None
+
+
+__all__ = ["EMBED_PER_SEARCH", "HybridSearch"]

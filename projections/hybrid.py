@@ -1,0 +1,37 @@
+"""Reciprocal rank fusion: the keyword ranking and the vector ranking merged by rank alone,
+each list's article at rank r (from 1) scoring 1 / (K + r), as Cormack, Clarke and Büttcher
+(2009) define it. Ranks, not scores: BM25 and cosine similarity are on no common scale."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+K = 60
+DEPTH = 50
+"""How many hits each list contributes (docs/search.md gives the measured effect)."""
+SNIPPET_WORDS = 24
+"""A vector-only hit's snippet: the first words of its content (the keyword index's snippets
+are its own, SNIPPET_TOKENS around the matched words)."""
+
+
+def fuse(rankings: Sequence[Sequence[str]], k: int = K) -> list[str]:
+    """The ids of `rankings` (each best first) by summed 1 / (k + rank); ties go to the id
+    ranked higher in the earlier list, then by id."""
+    score: dict[str, float] = {}
+    first: dict[str, tuple[int, int]] = {}
+    for n, ranking in enumerate(rankings):
+        for rank, key in enumerate(ranking, start=1):
+            score[key] = score.get(key, 0.0) + 1.0 / (k + rank)
+            first.setdefault(key, (n, rank))
+    return sorted(score, key=lambda key: (-score[key], first[key], key))
+
+
+def lead(content: str, words: int = SNIPPET_WORDS) -> str:
+    """The first `words` words of `content`, with an ellipsis when there are more."""
+    parts = content.split(maxsplit=words)
+    if len(parts) > words:
+        return " ".join(parts[:words]) + "…"
+    return " ".join(parts)
+
+
+__all__ = ["DEPTH", "K", "fuse", "lead"]
