@@ -136,7 +136,10 @@ def served(tmp_path_factory) -> Iterator[tuple[str, dict[str, Any]]]:
     """`kbes serve --http --grant-all` on a seeded database, and the capabilities it declares
     on either protocol era (the same: tests/test_mcp_capabilities.py)."""
     data = seed(tmp_path_factory.mktemp("conformance") / "kbes.sqlite")
-    with http_server(data.db, "--grant-all") as server:
+    # The runner is one client (one address) that opens a session per scenario and ends none,
+    # past the default --max-sessions-per-client; this test checks the protocol, and
+    # tests/test_http_sessions.py the limit.
+    with http_server(data.db, "--grant-all", "--max-sessions-per-client", "1000") as server:
 
         async def declared() -> dict[str, Any]:
             async with http_client(server.url, mode="auto") as client:
