@@ -16,6 +16,20 @@ PROTOCOL = "2025-06-18"
 ACCEPT = {"Content-Type": "application/json", "Accept": "application/json, text/event-stream"}
 
 
+def initialize(protocol: str = PROTOCOL, request_id: int = 0) -> dict[str, Any]:
+    """An `initialize` request as a client without the SDK sends it."""
+    return {
+        "jsonrpc": "2.0",
+        "id": request_id,
+        "method": "initialize",
+        "params": {
+            "protocolVersion": protocol,
+            "capabilities": {},
+            "clientInfo": {"name": "raw-http", "version": "0"},
+        },
+    }
+
+
 def client(token: str | None = None, *, source: str | None = None) -> httpx.Client:
     """An httpx client, with a bearer token, from a given local address (`127.0.0.2`)."""
     headers = {"Authorization": f"Bearer {token}"} if token else {}
@@ -47,16 +61,7 @@ class Session:
         response = self.http.post(
             self.url,
             headers=ACCEPT,
-            json={
-                "jsonrpc": "2.0",
-                "id": 0,
-                "method": "initialize",
-                "params": {
-                    "protocolVersion": PROTOCOL,
-                    "capabilities": {},
-                    "clientInfo": {"name": "raw-http", "version": "0"},
-                },
-            },
+            json=initialize(),
         )
         if response.status_code == 200:
             self.id = response.headers["mcp-session-id"]

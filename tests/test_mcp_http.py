@@ -25,6 +25,7 @@ from mcp_harness import (
     probe_calls,
     seed,
 )
+from raw_http import initialize
 
 pytestmark = pytest.mark.anyio
 
@@ -32,16 +33,7 @@ ALICE = "alice-" + "a1" * 16  # plaintext in the file; granted the Support knowl
 BOB = "bob-" + "b2" * 16  # only its sha256 is in the file; granted every knowledge base
 WRONG = "mallory-" + "c3" * 16
 
-INITIALIZE = {
-    "jsonrpc": "2.0",
-    "id": 1,
-    "method": "initialize",
-    "params": {
-        "protocolVersion": "2025-11-25",
-        "capabilities": {},
-        "clientInfo": {"name": "raw-http", "version": "0"},
-    },
-}
+INITIALIZE = initialize("2025-11-25", request_id=1)
 
 
 @pytest.fixture(scope="module")

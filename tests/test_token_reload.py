@@ -13,21 +13,13 @@ from pathlib import Path
 import pytest
 from mcp.shared.exceptions import MCPError
 from mcp_harness import Seed, body, error, http_client, http_server, run_kbes, seed
+from raw_http import initialize
 
 from kbes.server.tokens_file import token_digest
 
 pytestmark = [pytest.mark.anyio, pytest.mark.slow]
 
-INITIALIZE = {
-    "jsonrpc": "2.0",
-    "id": 1,
-    "method": "initialize",
-    "params": {
-        "protocolVersion": "2025-11-25",
-        "capabilities": {},
-        "clientInfo": {"name": "raw-http", "version": "0"},
-    },
-}
+INITIALIZE = initialize("2025-11-25", request_id=1)
 
 
 def status(url: str, token: str) -> int:
