@@ -122,15 +122,19 @@ def test_no_other_module_names_the_private_names() -> None:
     assert offenders == []
 
 
-def test_the_postgres_datastore_is_built_plain_then_adopted() -> None:
-    """kbes.store.internals.adopt_class: the factory still builds eventsourcing's own
-    datastore, and kbes's subclass only overrides methods."""
+def test_the_postgres_wait_follows_the_library_retry() -> None:
+    """kbes.store.postgres.wait_per_try divides POSTGRES_CONNECT_TIMEOUT among eventsourcing's
+    tries: the recorder's statements are still retried that many times, that far apart, and
+    the pool still takes the settings the factory sets on it."""
     postgres = pytest.importorskip("eventsourcing.postgres", reason="psycopg not installed")
-    from kbes.store.postgres import BoundedWaitDatastore
+    from kbes.store.postgres import LIBRARY_RETRY_WAIT, LIBRARY_TRIES
 
-    built = inspect.getsource(postgres.BasePostgresFactory.__init__)
-    assert "self.datastore = PostgresDatastore(" in built
-    assert BoundedWaitDatastore.__mro__[1] is postgres.PostgresDatastore
-    assert "__init__" not in vars(BoundedWaitDatastore)
+    decorator = (
+        "@retry((InterfaceError, OperationalError), "
+        f"max_attempts={LIBRARY_TRIES}, wait={LIBRARY_RETRY_WAIT})"
+    )
+    recorder = postgres.PostgresApplicationRecorder
+    for method in (recorder.insert_events, recorder.select_notifications, recorder.select_events):
+        assert decorator in inspect.getsource(method), method.__qualname__
     pool = inspect.signature(postgres.ConnectionPool.__init__).parameters
-    assert {"reconnect_timeout", "kwargs"} <= set(pool)  # what the factory sets on its pool
+    assert {"timeout", "reconnect_timeout", "kwargs"} <= set(pool)

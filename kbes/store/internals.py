@@ -24,14 +24,13 @@ from uuid import UUID
 
 from eventsourcing.application import Application, ProcessingEvent
 from eventsourcing.domain import Aggregate
-from eventsourcing.persistence import InterfaceError, OperationalError
+from eventsourcing.persistence import InterfaceError
 from eventsourcing.sqlite import (
     SQLITE3_DEFAULT_LOCK_TIMEOUT,
     SQLiteConnection,
     SQLiteConnectionPool,
     SQLiteDatastore,
 )
-from eventsourcing.utils import retry
 
 # SQLite connections -------------------------------------------------------------------------
 
@@ -105,49 +104,27 @@ else:
 
 class AfterInsertEvents(_PostgresRecorder):
     """A mixin for `eventsourcing.postgres.PostgresApplicationRecorder` (psycopg is optional,
-    so it is not imported here). It writes the events in one transaction WITHOUT psycopg's
-    pipeline mode, and calls `after_insert_events(curs, ids, **kwargs)` once the events are
-    inserted and their notification ids known: same transaction, eventsourcing's table lock
-    still held, so rows written there commit in notification-id order with their events.
+    so it is not imported here) that calls `after_insert_events(curs, ids, **kwargs)` once the
+    events are inserted and their notification ids known: same transaction, eventsourcing's
+    table lock still held, so rows written there commit in notification-id order with their
+    events. The library's own write (psycopg's pipeline, one transaction) is left as it is.
 
-    Replaces `PostgresApplicationRecorder.insert_events` (a copy of it, eventsourcing 9.5,
-    without `conn.pipeline()`): psycopg's pipeline stops flushing once its last command is
-    queued, even when the socket has not taken all of it (psycopg/psycopg#685, still so in
-    3.3.9), so a batch larger than the socket buffers (a large `kbes import`) can wait for ever
-    for an answer to a query the server never fully received, holding the events table's
-    EXCLUSIVE lock. Outside the pipeline psycopg sends each statement whole before it reads.
-    Cost: each statement is its own round trip (see docs/operations.md). The copy also lets
-    an error after the insert roll the transaction back, where the library's commits it and
-    re-raises. Calls the private `_fetch_ids_after_insert_events`; the documented hook,
-    `_insert_events`, runs before the insert, when no id exists yet."""
+    Extends the private `_fetch_ids_after_insert_events`, which the library's `insert_events`
+    calls right after the insert; the documented hook, `_insert_events`, runs before it, when
+    no id exists yet. The library commits what it inserted when a later step raises a Python
+    error (only a database error aborts the transaction), so `after_insert_events` must not
+    raise one: check its input in `_insert_events`, before the insert."""
 
     def after_insert_events(self, curs: Any, ids: Sequence[int], **kwargs: Any) -> None:
-        """Write rows keyed by the new notification ids (kbes.postgres: the feed index)."""
+        """Write rows keyed by the new notification ids (kbes.store.postgres: the feed index)."""
 
-    @retry((InterfaceError, OperationalError), max_attempts=10, wait=0.2)
-    def insert_events(self, stored_events: Sequence[Any], **kwargs: Any) -> Sequence[int] | None:
-        notification_ids: Sequence[int] | None = None
-        with self.datastore.transaction(commit=True) as curs:
-            self._insert_events(curs, stored_events, **kwargs)
-            if len(stored_events) > 0:
-                self._insert_stored_events(curs, stored_events, **kwargs)
-                notification_ids = self._fetch_ids_after_insert_events(
-                    curs, stored_events, **kwargs
-                )
-                if notification_ids:
-                    self.after_insert_events(curs, notification_ids, **kwargs)
-        return notification_ids
-
-
-def adopt_class(datastore: Any, cls: type) -> None:
-    """Make eventsourcing's `PostgresDatastore`, which `BasePostgresFactory.__init__` builds
-    from the environment (it takes no datastore class), an instance of `cls`, a subclass that
-    only overrides methods (kbes.store.postgres.BoundedWaitDatastore): the alternative is a
-    copy of the factory's 200 lines of settings parsing. The test checks `cls` adds no state
-    and that the factory still builds a plain `PostgresDatastore`."""
-    if not isinstance(datastore, cls.__mro__[1]) or "__init__" in vars(cls):
-        raise TypeError(f"{cls.__name__} must directly extend the datastore's class")
-    datastore.__class__ = cls
+    def _fetch_ids_after_insert_events(
+        self, curs: Any, stored_events: Sequence[Any], **kwargs: Any
+    ) -> Sequence[int] | None:
+        ids = super()._fetch_ids_after_insert_events(curs, stored_events, **kwargs)
+        if ids:
+            self.after_insert_events(curs, ids, **kwargs)
+        return ids
 
 
 # Aggregate state in snapshots ----------------------------------------------------------------
@@ -202,7 +179,6 @@ __all__ = [
     "AGGREGATE_TIMESTAMPS",
     "AfterInsertEvents",
     "StatementCachedPool",
-    "adopt_class",
     "new_connection",
     "project_unchecked",
     "replace_pool",

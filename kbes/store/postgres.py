@@ -38,6 +38,7 @@ except ImportError as error:  # pragma: no cover - depends on the installed extr
     ) from error
 
 from eventsourcing.persistence import (
+    AggregateRecorder,
     InterfaceError,
     OperationalError,
     StoredEvent,
@@ -49,7 +50,7 @@ from eventsourcing.postgres import (
     PostgresFactory,
 )
 from eventsourcing.utils import retry
-from psycopg import Connection, Cursor
+from psycopg import Cursor
 from psycopg.rows import DictRow
 from psycopg.sql import SQL, Composed, Identifier
 from psycopg_pool import PoolTimeout
@@ -57,7 +58,7 @@ from psycopg_pool import PoolTimeout
 from kbes.domain.errors import Unavailable
 from kbes.projections.source import StoredRow
 from kbes.store.feed import LogHead
-from kbes.store.internals import AfterInsertEvents, adopt_class
+from kbes.store.internals import AfterInsertEvents
 from kbes.store.postgres_url import VIEWS_LOCK_TIMEOUT
 from kbes.store.settings import VIEWS_ENV, read_lock_timeout
 from kbes.store.sqlite import FEED_KWARG, FEED_TABLE, KbesSQLiteDatastore
@@ -72,33 +73,52 @@ it; the snapshots are in `kbes_snapshots` (eventsourcing's `<application>_<purpo
 _CREATE_TABLE_LOCK = 0x6B626573  # "kbes"
 
 
-class BoundedWaitDatastore(PostgresDatastore):
-    """eventsourcing's PostgreSQL datastore, whose wait for a connection ends a call.
-
-    eventsourcing retries each statement 10 times, and each try waits for a pool connection
-    up to POSTGRES_CONNECT_TIMEOUT: with the server down, one call took minutes. Here a try
-    that got no connection within that time (psycopg_pool's `PoolTimeout`: the pool could not
-    reach the server, or every connection stayed busy) is `unavailable` at once, which the
-    library does not retry; a statement that failed on a connection that had gone bad (a
-    server restart) is still retried, each retry on another connection. So a call waits about
-    one POSTGRES_CONNECT_TIMEOUT (kbes's default 3 s, Settings.connect_timeout)."""
-
-    @contextmanager
-    def get_connection(self) -> Iterator[Connection[DictRow]]:
-        try:
-            with super().get_connection() as connection:
-                yield connection
-        except OperationalError as e:
-            if not isinstance(e.__cause__, PoolTimeout):
-                raise
-            raise Unavailable(
-                "the store got no connection to its PostgreSQL log within "
-                f"{self.pool.timeout:g} s (POSTGRES_CONNECT_TIMEOUT): the server is down or "
-                "unreachable, or every connection stayed busy; nothing was written, retry later"
-            ) from e
+LIBRARY_TRIES = 10
+LIBRARY_RETRY_WAIT = 0.2
+"""eventsourcing retries each of its PostgreSQL recorder's statements this many times, this
+many seconds apart, when a connection fails, including when the pool hands out none in time
+(its `@retry((InterfaceError, OperationalError), max_attempts=10, wait=0.2)`)."""
 
 
-class PostgresFeedRecorder(AfterInsertEvents, PostgresApplicationRecorder, LogHead):
+def wait_per_try(total: float) -> float:
+    """The pool's wait for a connection on each of eventsourcing's tries, so that a call that
+    never gets one gives up after about `total` seconds (at least about 2.3)."""
+    return max(0.05, (total - (LIBRARY_TRIES - 1) * LIBRARY_RETRY_WAIT) / LIBRARY_TRIES)
+
+
+@contextmanager
+def reaching_the_log(total: float) -> Iterator[None]:
+    """`unavailable` for a call that got no connection to the log on any of eventsourcing's
+    tries (psycopg_pool's `PoolTimeout` behind the library's `OperationalError`): the server is
+    down or unreachable, or every connection stayed busy. Any other error stays what it is."""
+    try:
+        yield
+    except OperationalError as e:
+        if not isinstance(e.__cause__, PoolTimeout):
+            raise
+        raise Unavailable(
+            f"the store got no connection to its PostgreSQL log within about {total:g} s "
+            "(POSTGRES_CONNECT_TIMEOUT): the server is down or unreachable, or every "
+            "connection stayed busy; nothing was written, retry later"
+        ) from e
+
+
+class BoundedWait(PostgresAggregateRecorder):
+    """A recorder whose calls end as `unavailable` when the log cannot be reached (see
+    `reaching_the_log`); `wait` is the store's POSTGRES_CONNECT_TIMEOUT."""
+
+    wait: float = 3.0
+
+    def insert_events(self, stored_events: Sequence[StoredEvent], **kwargs: Any) -> Any:
+        with reaching_the_log(self.wait):
+            return super().insert_events(stored_events, **kwargs)
+
+    def select_events(self, originator_id: UUID | str, **kwargs: Any) -> Any:
+        with reaching_the_log(self.wait):
+            return super().select_events(originator_id, **kwargs)
+
+
+class PostgresFeedRecorder(AfterInsertEvents, BoundedWait, PostgresApplicationRecorder, LogHead):
     """eventsourcing's PostgreSQL application recorder, plus the per-knowledge-base feed index
     that keeps a poll O(page) (same table and contract as kbes.store.sqlite's SQLite one)."""
 
@@ -180,9 +200,9 @@ class PostgresFeedRecorder(AfterInsertEvents, PostgresApplicationRecorder, LogHe
         stored_events: Sequence[StoredEvent],
         **kwargs: Any,
     ) -> None:
-        """Check the feed entries before any event is inserted, so a bad entry costs no insert
-        (an error after the insert rolls the whole transaction back:
-        kbes.store.internals.AfterInsertEvents)."""
+        """Check the feed entries before any event is inserted, so nothing can fail in Python
+        once the events are in: eventsourcing commits what it inserted when a later step
+        raises a Python error, and only a database error aborts the transaction."""
         feed: Sequence[str | None] = kwargs.get(FEED_KWARG) or ()
         if feed:
             if len(feed) != len(stored_events):
@@ -194,12 +214,10 @@ class PostgresFeedRecorder(AfterInsertEvents, PostgresApplicationRecorder, LogHe
 
     def after_insert_events(self, curs: Any, ids: Sequence[int], **kwargs: Any) -> None:
         """Write the feed rows of the events just inserted: same transaction, table lock held
-        (kbes.store.internals.AfterInsertEvents). A database error here aborts the transaction, so
-        the events roll back with it."""
+        (kbes.store.internals.AfterInsertEvents). A database error here aborts the
+        transaction, events and all."""
         feed: Sequence[str | None] = kwargs.get(FEED_KWARG) or ()
-        if not feed:
-            return
-        rows = [(UUID(hex=kb), nid) for kb, nid in zip(feed, ids, strict=True) if kb is not None]
+        rows = [(UUID(hex=kb), nid) for kb, nid in zip(feed, ids, strict=False) if kb]
         if rows:
             curs.execute(
                 self.insert_feed_statement,
@@ -207,12 +225,26 @@ class PostgresFeedRecorder(AfterInsertEvents, PostgresApplicationRecorder, LogHe
                 prepare=True,
             )
 
-    @retry((InterfaceError, OperationalError), max_attempts=10, wait=0.2)
+    def select_notifications(self, *args: Any, **kwargs: Any) -> Any:
+        with reaching_the_log(self.wait):
+            return super().select_notifications(*args, **kwargs)
+
+    def max_notification_id(self) -> int | None:
+        with reaching_the_log(self.wait):
+            return super().max_notification_id()
+
     def select_feed_rows(
         self, knowledge_base_hex: str, after: int, limit: int
     ) -> tuple[list[StoredRow], int]:
         """One page of a knowledge base's feed and the log's head, in one statement: one
         snapshot (kbes.store.feed.FeedReader)."""
+        with reaching_the_log(self.wait):
+            return self._select_feed_rows(knowledge_base_hex, after, limit)
+
+    @retry((InterfaceError, OperationalError), max_attempts=LIBRARY_TRIES, wait=LIBRARY_RETRY_WAIT)
+    def _select_feed_rows(
+        self, knowledge_base_hex: str, after: int, limit: int
+    ) -> tuple[list[StoredRow], int]:
         with self.datastore.get_connection() as conn, conn.cursor() as curs:
             curs.execute(
                 self.select_feed_statement,
@@ -245,7 +277,8 @@ class PostgresFeedRecorder(AfterInsertEvents, PostgresApplicationRecorder, LogHe
     def log_identity(self) -> str:
         """Which log this is: server, database and the events table's OID. A dropped and
         recreated log gets a new OID, so views built from the old one are never reused."""
-        with self.datastore.get_connection() as conn, conn.cursor() as curs:
+        with reaching_the_log(self.wait), self.datastore.get_connection() as conn:
+            curs = conn.cursor()
             curs.execute(
                 "SELECT current_database() AS db, "
                 "(SELECT oid FROM pg_database WHERE datname = current_database()) AS db_oid, "
@@ -269,7 +302,7 @@ class PostgresFeedRecorder(AfterInsertEvents, PostgresApplicationRecorder, LogHe
         )
 
 
-class PostgresSnapshotRecorder(PostgresAggregateRecorder):
+class PostgresSnapshotRecorder(BoundedWait):
     """The snapshots table (kbes.store.application snapshots articles every 100 versions), created
     under the same advisory lock as the events table, for the same concurrent-start reason."""
 
@@ -286,22 +319,31 @@ class KbesPostgresFactory(PostgresFactory):
 
     def __init__(self, env: Any) -> None:
         super().__init__(env)
-        adopt_class(self.datastore, BoundedWaitDatastore)
         pool = self.datastore.pool
-        # The pool's own settings, which eventsourcing leaves at psycopg_pool's defaults: a
-        # server that does not answer a connect is given up after the same wait (libpq waits
+        # POSTGRES_CONNECT_TIMEOUT bounds a whole call, not each of eventsourcing's tries, and
+        # the pool's other settings, which eventsourcing leaves at psycopg_pool's defaults,
+        # follow it: a server that does not answer a connect is given up after it (libpq waits
         # for ever by default, holding a pool worker), and a reconnection that keeps failing
         # is dropped after it too (default 5 minutes, its retries spaced ever wider: the
         # server came back long before the pool tried again). A call then starts a fresh
         # attempt at once, so a server back up is used within seconds.
-        cast(dict[str, Any], pool.kwargs)["connect_timeout"] = max(1, round(pool.timeout))
-        pool.reconnect_timeout = pool.timeout
+        self.wait = float(pool.timeout)
+        cast(dict[str, Any], pool.kwargs)["connect_timeout"] = max(1, round(self.wait))
+        pool.reconnect_timeout = self.wait
+        pool.timeout = wait_per_try(self.wait)
         self._views_datastore: KbesSQLiteDatastore | None = None
         self._recorder: PostgresFeedRecorder | None = None
+
+    def aggregate_recorder(self, purpose: str = "events") -> AggregateRecorder:
+        recorder = super().aggregate_recorder(purpose)
+        if isinstance(recorder, BoundedWait):
+            recorder.wait = self.wait
+        return recorder
 
     def application_recorder(self) -> PostgresFeedRecorder:
         """eventsourcing's, on the events table kbes names (`EVENTS_TABLE`)."""
         recorder = PostgresFeedRecorder(self.datastore, events_table_name=EVENTS_TABLE)
+        recorder.wait = self.wait
         if self.env_create_table():
             recorder.create_table()
         self._recorder = recorder
@@ -338,7 +380,6 @@ class KbesPostgresFactory(PostgresFactory):
 
 __all__ = [
     "EVENTS_TABLE",
-    "BoundedWaitDatastore",
     "KbesPostgresFactory",
     "PostgresFeedRecorder",
 ]
