@@ -9,8 +9,8 @@ import click
 
 from kbes.cli.options import existing_db_option, json_option, print_json, store_at
 from kbes.cli.search_option import search_option, search_settings
+from kbes.log.importer import ImportPartlyWritten, ImportReport, shown
 from kbes.log.importer import import_folder as run_import
-from kbes.log.importer import shown
 from kbes.store.application import KnowledgeBaseStore
 
 
@@ -31,8 +31,11 @@ def import_folder(
     """Import FOLDER's Markdown files (*.md, recursively), one article per file.
 
     The title is the first '# ' heading, else the file name without .md. Importing the same
-    folder again saves only the files that changed (each line names the event it wrote). The
-    import is one transaction: all or nothing.
+    folder again saves only the files that changed (each line names the event it wrote). Into
+    a SQLite file the import is one transaction: all or nothing. Into PostgreSQL it is written
+    in batches of about 1,000,000 characters, each its own transaction; if it fails after a
+    batch was written it prints what it wrote and says so, and importing the folder again
+    writes the rest.
 
     Symbolic links are never followed, to a file or a folder, leading out of FOLDER or
     staying in: each is skipped and named on stderr, so nothing outside FOLDER is read.
@@ -47,7 +50,17 @@ def import_folder(
 def _import(
     store: KnowledgeBaseStore, folder: Path, kb: str, *, publish: bool, as_json: bool
 ) -> None:
-    report = run_import(store, kb, folder, publish=publish)
+    try:
+        report = run_import(store, kb, folder, publish=publish)
+    except ImportPartlyWritten as e:
+        _print(e.report, as_json=as_json)
+        raise click.ClickException(f"{e} ({e.__cause__})") from e
+    _print(report, as_json=as_json)
+    if store.settings.search == "hybrid":
+        embed(store)
+
+
+def _print(report: ImportReport, *, as_json: bool) -> None:
     for key, reason in report.skipped.items():
         click.echo(f"skipped  {shown(key)}: {reason}", err=True)
     if as_json:
@@ -64,8 +77,6 @@ def _import(
         f"{len(report.added)} added, {len(report.saved)} saved, "
         f"{len(report.published)} published, {len(report.unchanged)} unchanged"
     )
-    if store.settings.search == "hybrid":
-        embed(store)
 
 
 def embed(store: KnowledgeBaseStore) -> None:

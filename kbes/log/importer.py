@@ -2,7 +2,11 @@
 
 An imported article's id is `uuid5(knowledge base, relative path)`, so importing the same
 folder again finds each file's article and saves only the files whose title or text changed.
-The whole import is one transaction: all of it is written, or none."""
+Into a SQLite log the whole import is one transaction: all of it is written, or none. Into a
+PostgreSQL log it is written in batches of bounded size, each its own transaction
+(`Settings.write_batch_chars`, docs/operations.md says why); an import that fails after a batch
+was written says how much it wrote (`ImportPartlyWritten`), and importing the folder again
+writes the rest."""
 
 from __future__ import annotations
 
@@ -12,6 +16,7 @@ import stat
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
 from uuid import UUID, uuid5
 
@@ -34,6 +39,12 @@ class ImportReport:
     article_ids: dict[str, str] = field(default_factory=dict)
     skipped: dict[str, str] = field(default_factory=dict)
     """Candidates not read, each with the reason: symbolic links are never followed."""
+
+    def take(self, batch: ImportReport) -> None:
+        """Add a written batch's lines to this report."""
+        for name in ("added", "saved", "retitled", "published", "unchanged", "left_unpublished"):
+            getattr(self, name).extend(getattr(batch, name))
+        self.article_ids.update(batch.article_ids)
 
 
 def parse_markdown(path: Path, text: str) -> tuple[str, str]:
@@ -172,9 +183,10 @@ def import_id(knowledge_base_id: UUID, relative_path: str) -> UUID:
 def import_folder(
     store: KnowledgeBaseStore, knowledge_base_id: str, folder: Path, *, publish: bool
 ) -> ImportReport:
-    """Import `folder` (all or nothing). Another process writing one of its articles first
-    (a second import of the folder, a person's save) means the import is planned again on
-    fresh loads (the store's `last_writer_wins`), so it saves only what is still changed."""
+    """Import `folder`: all or nothing into SQLite, in bounded batches into PostgreSQL (see
+    the module). Another process writing one of its articles first (a second import of the
+    folder, a person's save) means the batch is planned again on fresh loads (the store's
+    `last_writer_wins`), so it saves only what is still changed."""
     kb = store.require_knowledge_base(knowledge_base_id)
     files, skipped = markdown_files(folder)
     if not files:
@@ -187,14 +199,76 @@ def import_folder(
         title, content = parse_markdown(path, read_text(path))
         texts.append((key, title, content))
 
-    def write() -> ImportReport:
-        report = ImportReport(skipped=dict(skipped))
-        changed = _plan(store, kb, texts, publish, report)
-        if changed:
-            store.save(*changed)
-        return report
+    report = ImportReport(skipped=dict(skipped))
+    batches = _batches(texts, store.settings.write_batch_chars)
+    if len(batches) > 1:
+        _check(store, kb, texts)  # a file the domain refuses stops the import before any write
+    written = 0
+    for batch in batches:
+        try:
+            store.last_writer_wins(partial(_write, store, kb, batch, publish, report))
+        except Exception as e:
+            if written:
+                raise ImportPartlyWritten(report, written, len(texts)) from e
+            raise
+        written += len(batch)
+    return report
 
-    return store.last_writer_wins(write)
+
+def _write(
+    store: KnowledgeBaseStore,
+    kb: UUID,
+    texts: list[tuple[str, str, str]],
+    publish: bool,
+    report: ImportReport,
+) -> None:
+    """Plan `texts` on fresh loads and save what changed, in one transaction; the report takes
+    this batch's lines only once it is written (a retry plans it again)."""
+    batch = ImportReport()
+    changed = _plan(store, kb, texts, publish, batch)
+    if changed:
+        store.save(*changed)
+    report.take(batch)
+
+
+def _check(store: KnowledgeBaseStore, kb: UUID, texts: list[tuple[str, str, str]]) -> None:
+    """Refuse, naming the file, any title or content the domain would refuse."""
+    at = next_timestamp(store.clock, None)
+    for key, title, content in texts:
+        with _naming(key):
+            Article.draft(kb, title, content, at=at, id=import_id(kb, key), limits=store.limits)
+
+
+def _batches(
+    texts: list[tuple[str, str, str]], limit: int | None
+) -> list[list[tuple[str, str, str]]]:
+    """`texts` in order, cut into runs of at most `limit` characters of titles and contents
+    (a longer file alone); all in one when `limit` is None."""
+    if limit is None:
+        return [texts]
+    batches: list[list[tuple[str, str, str]]] = [[]]
+    size = 0
+    for text in texts:
+        chars = len(text[1]) + len(text[2])
+        if batches[-1] and size + chars > limit:
+            batches.append([])
+            size = 0
+        batches[-1].append(text)
+        size += chars
+    return batches
+
+
+class ImportPartlyWritten(Exception):
+    """An import into a PostgreSQL log failed after some of its batches were written."""
+
+    def __init__(self, report: ImportReport, written: int, total: int) -> None:
+        super().__init__(
+            f"the import wrote {written:,} of {total:,} files before it failed; "
+            "import the folder again to write the rest"
+        )
+        self.report = report
+        self.written = written
+        self.total = total
 
 
 def _plan(

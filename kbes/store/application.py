@@ -31,7 +31,7 @@ from kbes.store.internals import project_unchecked
 from kbes.store.log_reads import LogReads
 from kbes.store.mapper import MsgspecMapper
 from kbes.store.queries import Queries
-from kbes.store.settings import SYNCHRONOUS_ENV, Settings
+from kbes.store.settings import SYNCHRONOUS_ENV, Settings, is_postgres_url
 from kbes.store.sqlite import KbesSQLiteFactory, ViewsHome
 
 
@@ -107,7 +107,7 @@ def open_store(
     embedding with `embedder` if given (a simulation's), else the extra's model."""
     flags: dict[str, Any] = {"db": db, "synchronous": synchronous, "views": views, "search": search}
     settings = Settings.read(os.environ, **flags) if settings is None else settings.but(**flags)
-    if settings.db.lower().startswith(("postgresql://", "postgres://")):
+    if is_postgres_url(settings.db):
         from kbes.store.postgres_url import postgres_env  # psycopg: the `postgres` extra
 
         return KnowledgeBaseStore(
