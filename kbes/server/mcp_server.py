@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import functools
 import logging
+import os
 import socket
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any, TypeVar
@@ -36,11 +37,12 @@ from kbes.server.approval import approval_message
 from kbes.server.capabilities import KbesServer
 from kbes.server.edit_policy import EDIT_POLICIES, EditPolicy
 from kbes.server.http_auth import Tokens, TokensFile, TokensFileVerifier, narrow
-from kbes.server.http_protocol import header_deadline_protocol
 from kbes.server.http_sessions import SessionGuard, header
 from kbes.server.identity import SERVER_NAME, SERVER_TITLE, server_version
+from kbes.server.in_flight import InFlightLimit
 from kbes.server.prompts import prompt_handlers
 from kbes.server.push import DEFAULT_INTERVAL
+from kbes.server.query_redaction import ACCESS_LOGGER
 from kbes.server.resource_handlers import resource_handlers, with_links
 from kbes.server.serve_limits import DEFAULT_SERVE_LIMITS, ServeLimits
 from kbes.server.stdio import AnsweringReadStream
@@ -309,28 +311,29 @@ class KbesMCP:
         return None if holder is None else f"token {holder.name}"
 
     async def serve_http(self, sock: socket.socket, *, log_level: str = "warning") -> None:
-        """Serve streamable HTTP on an already bound socket until interrupted, with the
-        connection limits and timeouts of `self.limits` (docs/operations.md)."""
-        import uvicorn
+        """Serve streamable HTTP on an already bound socket until SIGINT or SIGTERM, with the
+        connection limits and timeouts of `self.limits` (docs/operations.md). Hypercorn, not
+        uvicorn: its keep-alive timer runs from a connection's opening (and from each
+        response) until the next request's headers are complete, so a client that never
+        finishes its headers is closed like an idle one; uvicorn times nothing before the
+        first request."""
+        from hypercorn.asyncio import serve
+        from hypercorn.config import Config
 
         host, port = sock.getsockname()[:2]
-        app = self.http_app(host, port)
-        limits = self.limits
-        config = uvicorn.Config(
-            app,
-            log_config=None,
-            log_level=log_level,
-            access_log=log_level in ("debug", "info"),
-            lifespan="on",
-            http=header_deadline_protocol(limits.header_timeout),
-            timeout_keep_alive=limits.keep_alive,
-            limit_concurrency=limits.max_connections,
-            h11_max_incomplete_event_size=limits.max_header_bytes,
-        )
+        app = InFlightLimit(self.http_app(host, port), limit=self.limits.max_connections)
+        config = Config()
+        config.bind = [f"fd://{os.dup(sock.fileno())}"]  # hypercorn closes its copy
+        config.keep_alive_timeout = self.limits.header_timeout
+        config.h11_max_incomplete_size = self.limits.max_header_bytes
+        config.loglevel = log_level.upper()
+        config.errorlog = logging.getLogger("hypercorn.error")
+        if log_level in ("debug", "info"):
+            config.accesslog = logging.getLogger(ACCESS_LOGGER)
         async with anyio.create_task_group() as tasks:
             if self.sessions is not None:
                 tasks.start_soon(self.sessions.run)
-            await uvicorn.Server(config).serve(sockets=[sock])
+            await serve(app, config, mode="asgi")  # type: ignore[arg-type]
             tasks.cancel_scope.cancel()
 
 

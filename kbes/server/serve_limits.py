@@ -10,7 +10,6 @@ import math
 from dataclasses import dataclass, fields
 
 DEFAULT_HEADER_TIMEOUT = 10.0
-DEFAULT_KEEP_ALIVE = 5
 DEFAULT_MAX_CONNECTIONS = 1000
 DEFAULT_MAX_HEADER_BYTES = 16 * 1024
 DEFAULT_SESSION_IDLE_TIMEOUT = 300.0
@@ -25,14 +24,13 @@ class ServeLimits:
 
     header_timeout: float = DEFAULT_HEADER_TIMEOUT
     """Seconds from a connection's opening (or its previous response) to the end of a request's
-    headers; past that the connection is answered 408 and closed (`--http-header-timeout`)."""
-    keep_alive: int = DEFAULT_KEEP_ALIVE
-    """Seconds an idle keep-alive connection stays open (uvicorn's `timeout_keep_alive`)."""
+    headers; past that the connection is closed (hypercorn's `keep_alive_timeout`, so also how
+    long an idle keep-alive connection stays open; `--http-header-timeout`)."""
     max_connections: int = DEFAULT_MAX_CONNECTIONS
-    """Open connections and requests in flight past which a request is answered 503
-    (uvicorn's `limit_concurrency`; `--http-max-connections`)."""
+    """Requests in flight past which a request is answered 503 (kbes.server.in_flight;
+    `--http-max-connections`)."""
     max_header_bytes: int = DEFAULT_MAX_HEADER_BYTES
-    """Bytes of a request line and headers (uvicorn's `h11_max_incomplete_event_size`)."""
+    """Bytes of a request line and headers (hypercorn's `h11_max_incomplete_size`)."""
     session_idle_timeout: float = DEFAULT_SESSION_IDLE_TIMEOUT
     """Seconds a handshake-era HTTP session lives with no request in flight
     (`--session-idle-timeout`)."""
