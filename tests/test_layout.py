@@ -89,7 +89,7 @@ LIBRARIES = {
     "store": ("eventsourcing", "msgspec", "psycopg", "psycopg_pool"),
     "log": ("eventsourcing", "msgspec"),
     "tools": ("msgspec",),
-    "server": ("msgspec", "mcp", "mcp_types", "anyio", "starlette", "uvicorn", "pydantic"),
+    "server": ("msgspec", "mcp", "mcp_types", "anyio", "starlette", "hypercorn", "pydantic"),
 }
 """Third-party packages each room may import: the MCP SDK only in the server."""
 

@@ -166,7 +166,7 @@ def test_a_token_in_the_url_never_reaches_the_log(server: HttpServer) -> None:
     for secret in (ALICE, BOB, WRONG):
         assert secret not in log
         assert secret[-12:] not in log
-    assert '"GET /mcp 1.1" 401' in log  # the access log did print the request
+    assert '"GET /mcp HTTP/1.1" 401' in log  # the access log did print the request
 
 
 def test_the_query_filter_masks_credentials_in_any_record() -> None:

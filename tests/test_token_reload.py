@@ -6,6 +6,7 @@ token keeps working, and no secret ever reaches the log."""
 from __future__ import annotations
 
 import json
+import time
 import urllib.error
 import urllib.request
 from pathlib import Path
@@ -92,7 +93,11 @@ async def test_the_server_follows_the_tokens_file_kbes_token_writes(tmp_path: Pa
                 await session.call_tool(
                     "search_knowledge_base", {"knowledge_base_id": data.kb, "query": "password"}
                 )
-        assert server.log().count('"POST /mcp HTTP/1.1" 401') > refused
+        # The access line is written once the response has gone: wait for it.
+        deadline = time.monotonic() + 10
+        while server.log().count('"POST /mcp HTTP/1.1" 401') <= refused:
+            assert time.monotonic() < deadline, "no 401 in the access log"
+            time.sleep(0.05)
         assert status(server.url, alice) == 401
         assert status(server.url, bob) == 200
 

@@ -330,6 +330,8 @@ class KbesMCP:
         config.errorlog = logging.getLogger("hypercorn.error")
         if log_level in ("debug", "info"):
             config.accesslog = logging.getLogger(ACCESS_LOGGER)
+            # The request line as uvicorn prints it, with the path but not the query string.
+            config.access_log_format = '%(h)s - "%(m)s %(U)s HTTP/%(H)s" %(s)s'
         async with anyio.create_task_group() as tasks:
             if self.sessions is not None:
                 tasks.start_soon(self.sessions.run)

@@ -1,11 +1,12 @@
 """Credentials in URLs kept out of the log. A client may put its token in the query string
-(`GET /mcp?access_token=...`); kbes never reads it from there (only `Authorization: Bearer`),
-but the HTTP server's access log prints the path with its query string. `RedactTokens` can
-replace only the secrets it knows, and a token stored as `sha256:` is not known in the clear,
-so this filter masks by position instead: every query value of an access-log line (kbes's one path, `/mcp`,
-takes no query parameter, so nothing is lost), and the values of credential-named parameters
-(`access_token=`, `key=`, `password=`...) in any other record. Free of the MCP SDK, so
-`kbes serve` sets it up before the SDK's slow import."""
+(`GET /mcp?access_token=...`); kbes never reads it from there (only `Authorization: Bearer`).
+kbes's access-log format prints the path without the query string, and this filter is the
+second guard, for any record: `RedactTokens` can replace only the secrets it knows, and a token
+stored as `sha256:` is not known in the clear, so this filter masks by position instead: every
+query value of an access-log line (kbes's one path, `/mcp`, takes no query parameter, so
+nothing is lost), and the values of credential-named parameters (`access_token=`, `key=`,
+`password=`...) in any other record. Free of the MCP SDK, so `kbes serve` sets it up before
+the SDK's slow import."""
 
 from __future__ import annotations
 
