@@ -33,8 +33,8 @@ from kbes.sims.bench.results import Report, Row, Stat
 from kbes.sims.bench.timing import percentile
 
 P99_TARGET_SECONDS = 1.0
-STARTED = "Application startup complete."
-"""What uvicorn logs (at `--log-level info`) once the server answers requests."""
+STARTED = "Running on http://"
+"""What hypercorn logs (at `--log-level info`) once the app has started and it serves."""
 
 
 def measure_push(report: Report, workdir: Path, progress: Progress) -> None:
@@ -197,8 +197,8 @@ def _serve(db: str, kb: str, scratch: Path) -> Any:
     try:
         deadline = time.monotonic() + 30
         while True:
-            # The URL is printed as the socket is bound, before uvicorn serves it: wait for
-            # uvicorn's own word that the app started, so the idle window holds no start-up.
+            # The URL is printed as the socket is bound, before hypercorn serves it: wait for
+            # hypercorn's own word that the app started, so the idle window holds no start-up.
             text = log_path.read_text(errors="replace")
             found = re.search(r"http://127\.0\.0\.1:\d+/mcp", text)
             if found and STARTED in text:
