@@ -147,7 +147,8 @@ LOG_LEVELS = ("debug", "info", "warning", "error")
     show_default=True,
     metavar="SECONDS",
     help="With --http: how long a request's headers may take to arrive, from the connection's "
-    "opening or its previous response; then it is answered 408 and closed.",
+    "opening or its previous response (so also how long an idle connection stays open); "
+    "then the connection is closed.",
 )
 @click.option(
     "--http-max-connections",
@@ -155,8 +156,8 @@ LOG_LEVELS = ("debug", "info", "warning", "error")
     default=DEFAULT_MAX_CONNECTIONS,
     show_default=True,
     metavar="N",
-    help="With --http: open connections (or requests in flight) past which a request is "
-    "answered 503 at once.",
+    help="With --http: requests in flight (an open event stream counts) past which a "
+    "request is answered 503 at once.",
 )
 @search_option
 def serve(
