@@ -277,8 +277,11 @@ class PostgresFeedRecorder(AfterInsertEvents, BoundedWait, PostgresApplicationRe
     def log_identity(self) -> str:
         """Which log this is: server, database and the events table's OID. A dropped and
         recreated log gets a new OID, so views built from the old one are never reused."""
-        with reaching_the_log(self.wait), self.datastore.get_connection() as conn:
-            curs = conn.cursor()
+        with (
+            reaching_the_log(self.wait),
+            self.datastore.get_connection() as conn,
+            conn.cursor() as curs,
+        ):
             curs.execute(
                 "SELECT current_database() AS db, "
                 "(SELECT oid FROM pg_database WHERE datname = current_database()) AS db_oid, "
