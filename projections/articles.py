@@ -3,7 +3,8 @@ rebuild (projections/fold.py) feed every batch of events, live or in a replay, t
 `Batch`.
 
 `status` is `draft` (never published), `published`, or `unpublished`. Only published rows are
-in the search index; the index shares the article row's `seq` as its rowid."""
+searchable: each batch names the articles whose searchable state it changed, and the keyword
+indexes (projections/keyword_index.py) follow from those names."""
 
 from __future__ import annotations
 
@@ -14,7 +15,6 @@ from typing import Any
 from kbes.domain.article import EVENT_TYPES, Article
 from kbes.domain.clock import timestamp_text
 from kbes.domain.knowledge_base import KnowledgeBase
-from kbes.projections import search
 
 
 def tables(suffix: str = "") -> tuple[str, ...]:
@@ -54,7 +54,7 @@ INDEXES = (
 SCHEMA = (*tables(), *INDEXES)
 
 VIEW_TABLES = ("view_knowledge_bases", "view_articles", "view_article_versions")
-TABLES = ("view_knowledge_bases", "view_articles", "view_article_versions", "search_index")
+TABLES = ("view_knowledge_bases", "view_articles", "view_article_versions")
 
 REPLAY_INDEXES = ("view_article_versions_by_time",)
 """Secondary indexes a replay drops and builds once at the end: one sorted build instead of a
@@ -73,8 +73,8 @@ notification id."""
 
 class Batch:
     """Events folded into the views' rows in memory, then written at once: each article's row
-    is read once (in bulk), folded, and written once, and its search entry changed once, from
-    its state before the batch to its state after. Every article event still gets its version
+    is read once (in bulk), folded, and written once, and its searchable state compared once,
+    before the batch and after. Every article event still gets its version
     row. The result is the same as folding each event on its own, in log order.
 
     A batch may be fed several chunks of events before it is written (a replay of a long log
@@ -91,6 +91,8 @@ class Batch:
         self.titles: dict[str, str] = {}
         self.drafted: list[str] = []
         self.existing: list[str] = []
+        self.changed: list[tuple[str, str]] = []
+        """(knowledge base, article) whose searchable state the batch changed."""
         self.events = 0
         self.bytes = 0
         """A rough size of what the batch holds in memory, to bound it."""
@@ -158,9 +160,10 @@ class Batch:
         self.events += len(items)
         self.bytes += 160 * len(items)
 
-    def write(self, c: Any, *, index_search: bool = True) -> None:
-        """Write the batch (inside the caller's transaction). With `index_search=False` the
-        search index is left alone: a replay fills it whole at the end."""
+    def write(self, c: Any, *, track_changes: bool = True) -> None:
+        """Write the batch (inside the caller's transaction) and, with `track_changes`, note in
+        `changed` which articles it changed for search; a replay does not: the keyword indexes
+        are built whole after it."""
         rows, s = self.rows, self.suffix
         if self.created:
             c.executemany(f"INSERT INTO view_knowledge_bases{s} VALUES (?, ?, ?)", self.created)
@@ -170,8 +173,8 @@ class Batch:
                 f"INSERT INTO view_article_versions{s} VALUES (?, ?, ?, ?, ?)", self.versions
             )
         if self.drafted:
-            # The seq an INTEGER PRIMARY KEY would get, in draft order, known before the
-            # insert so the search index (keyed by seq) can follow in the same batch.
+            # The seq an INTEGER PRIMARY KEY would get, in draft order: the order search
+            # breaks ties by.
             c.execute(f"SELECT COALESCE(MAX(seq), 0) FROM view_articles{s}")
             seq = c.fetchone()[0]
             for oid in self.drafted:
@@ -202,22 +205,11 @@ class Batch:
                 "updated_at = ? WHERE seq = ?",
                 new_title,
             )
-        if not index_search:
+        if not track_changes:
             return
-        # In rowid order: FTS5 flushes its pending terms to a new segment whenever a rowid is
-        # not above the last one written, so updates in random order each write a segment.
-        changed = []
         for row in rows.values():
             if not row:
                 continue
-            old = self.before.get(row[ARTICLE_ID])
             new = (row[TITLE], row[CONTENT]) if row[STATUS] == "published" else None
-            if old != new:
-                changed.append((search.rowid(c, row[KB], row[SEQ]), old, new))
-        for rowid, old, new in sorted(changed, key=itemgetter(0)):
-            if new is None:
-                search.unindex(c, rowid)
-            elif old is None:
-                search.index(c, rowid, *new)
-            else:
-                search.reindex(c, rowid, *new)
+            if self.before.get(row[ARTICLE_ID]) != new:
+                self.changed.append((row[KB], row[ARTICLE_ID]))

@@ -4,8 +4,9 @@ eventsourcing's ProjectionRunner needs subscriptions, which its SQLite recorder 
 views pull: read the log after the tracked position, fold a batch of events, and record the new
 position in the same transaction as the rows. A process that finds the views already past a
 batch (another process caught them up) skips it, so several processes can share one file.
-Empty views and a long log (a new views file, or `drop`) are a replay: far bigger batches, and
-the search index and some indexes left to be built whole once the replay reaches the head."""
+Empty views and a long log (a new views file, or `drop`) are a replay: far bigger batches, no
+record of what changed for search (the keyword indexes are built whole after it), and some
+indexes left to be built whole once the replay reaches the head."""
 
 from __future__ import annotations
 
@@ -13,7 +14,7 @@ from collections.abc import Callable
 
 from eventsourcing.sqlite import SQLiteCursor
 
-from kbes.projections import articles, fold, search, tracking
+from kbes.projections import articles, fold, keyword_index, tracking
 from kbes.projections.database import ViewsDatabase
 from kbes.projections.source import EventDecoder, LogReader
 
@@ -54,9 +55,9 @@ class CatchUp:
                     if start > head:
                         self.position = start - 1
                         break
-                    # The search index follows batch by batch, unless a replay left it to
-                    # be built whole at the end (one bulk insert instead of an update per
-                    # article per batch). A replay also writes far bigger batches.
+                    # What each batch changed for search is recorded, unless a replay left
+                    # the keyword indexes to be built whole at the end. A replay also writes
+                    # far bigger batches.
                     searched = db.search_position(c)
                     if searched is None and start == 1 and head >= fold.REPLAY_CHUNK:
                         # Empty views and a long log (a new views file): a replay.
@@ -75,8 +76,8 @@ class CatchUp:
         return None if lost else self.position
 
     def finish_replay(self) -> None:
-        """If a replay in batches (a new views file) left the search index behind, fill it
-        whole from the article view and build the indexes the replay dropped."""
+        """If a replay in batches (a new views file) recorded no changes for search, send the
+        keyword indexes to be built whole and build the indexes the replay dropped."""
         db = self.database
         with db.read() as c:
             searched = db.search_position(c)
@@ -89,11 +90,10 @@ class CatchUp:
             self._build_replay_indexes(c, position)
 
     def _build_replay_indexes(self, c: SQLiteCursor, position: int) -> None:
-        """The search index (the published articles, as indexing batch by batch would have
-        left them) and REPLAY_INDEXES, built whole from the article view, in one transaction."""
+        """REPLAY_INDEXES, built whole from the article view, and every keyword index sent to
+        be built whole from it, in one transaction."""
         fold.build_indexes(c)
-        fold.recreate_search_index(c)
-        search.fill(c)
+        keyword_index.forget(c)
         self.database.set_search_position(c, position)
 
     def drop(self) -> None:
@@ -104,17 +104,15 @@ class CatchUp:
             self.position = 0
 
     def _clear(self, c: SQLiteCursor) -> None:
-        """Empty every view and forget its position. The search index and REPLAY_INDEXES are
-        built whole once a replay reaches the head."""
+        """Empty every view and forget its position. The keyword indexes and REPLAY_INDEXES
+        are built whole once a replay reaches the head."""
         for table in articles.TABLES:
-            if table == "search_index":
-                fold.recreate_search_index(c)
-            else:
-                c.execute(f"DELETE FROM {table}")
+            c.execute(f"DELETE FROM {table}")
         for index in articles.REPLAY_INDEXES:
             c.execute(f"DROP INDEX IF EXISTS {index}")
         tracking.forget(c, self.database.application_name)
         self.database.set_search_position(c, -1)
+        keyword_index.forget(c)
 
 
 def _holds_rows(c: SQLiteCursor) -> bool:

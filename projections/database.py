@@ -14,7 +14,7 @@ from typing import Any, Protocol, cast
 
 from eventsourcing.sqlite import SQLiteCursor, SQLiteDatastore, SQLiteTrackingRecorder
 
-from kbes.projections import articles, search, tracking
+from kbes.projections import articles, keyword_index, tracking
 
 
 class LoneSelect(Protocol):
@@ -28,7 +28,8 @@ class LoneSelect(Protocol):
 
 
 class ViewsDatabase(SQLiteTrackingRecorder):
-    """The view tables, the search index and the tracking table, in one SQLite datastore."""
+    """The view tables, the record of changes for search and the tracking table, in one SQLite
+    datastore."""
 
     def __init__(self, datastore: SQLiteDatastore, application_name: str) -> None:
         """`datastore` also runs lone SELECTs (`LoneSelect`): kbes.store.sqlite's."""
@@ -43,7 +44,12 @@ class ViewsDatabase(SQLiteTrackingRecorder):
         return super().construct_create_table_statements()
 
     def construct_create_table_statements(self) -> list[str]:
-        return [*self.tracking_statements(), *articles.SCHEMA, search.SCHEMA, search.PARTITIONS]
+        return [
+            *self.tracking_statements(),
+            *articles.SCHEMA,
+            keyword_index.CHANGES,
+            keyword_index.SOURCE,
+        ]
 
     def position(self, c: SQLiteCursor) -> int:
         """The position the views reflect, 0 when they have folded nothing."""
@@ -53,7 +59,7 @@ class ViewsDatabase(SQLiteTrackingRecorder):
         tracking.set_position(c, self.application_name, position)
 
     def search_position(self, c: SQLiteCursor) -> int | None:
-        """The position the search index reflects (tracking.SEARCH_SUFFIX)."""
+        """The position up to which the changes for search are recorded (tracking.SEARCH_SUFFIX)."""
         return tracking.position(c, self.application_name + tracking.SEARCH_SUFFIX)
 
     def set_search_position(self, c: SQLiteCursor, position: int) -> None:

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from eventsourcing.sqlite import SQLiteCursor
 
-from kbes.projections import articles, search
+from kbes.projections import articles, keyword_index
 from kbes.projections.source import EventDecoder, LogReader, full_decode
 
 BATCH_SIZE = 500
@@ -27,9 +27,9 @@ def fold(
     follow: bool,
     suffix: str = "",
 ) -> int | None:
-    """Fold one batch of the log from `start` into the views (the tables named with `suffix`;
-    the search index too if `follow`); returns the last notification id folded, None when
-    there was none."""
+    """Fold one batch of the log from `start` into the views (the tables named with `suffix`),
+    recording the articles it changed for search if `follow`; returns the last notification id
+    folded, None when there was none."""
     batch = articles.Batch(suffix)
     last: int | None = None
     while True:
@@ -41,7 +41,9 @@ def fold(
         if follow or start > head or batch.events >= REPLAY_EVENTS or batch.bytes >= REPLAY_BYTES:
             break
     if last is not None:
-        batch.write(c, index_search=follow)
+        batch.write(c, track_changes=follow)
+        if follow and not suffix:
+            keyword_index.record_changes(c, batch.changed, last)
     return last
 
 
@@ -82,11 +84,14 @@ def build_indexes(c: SQLiteCursor) -> None:
         c.execute(f"PRAGMA cache_size={int(cache_size)}")
 
 
-def recreate_search_index(c: SQLiteCursor) -> None:
-    """Empty the FTS5 index by dropping and recreating it: a DELETE would tokenize every
-    stored document again to remove its terms."""
-    c.execute("DROP TABLE IF EXISTS search_index")
-    c.execute(search.SCHEMA)
+LEGACY_SEARCH_TABLES = ("search_index", "search_partitions")
+"""The FTS5 index and its partitions, which searched before the keyword engine did."""
+
+
+def drop_legacy_search(c: SQLiteCursor) -> None:
+    """Drop the FTS5 index a views file written before the keyword engine holds."""
+    for table in LEGACY_SEARCH_TABLES:
+        c.execute(f"DROP TABLE IF EXISTS {table}")
 
 
 __all__ = [
@@ -95,7 +100,7 @@ __all__ = [
     "REPLAY_CHUNK",
     "REPLAY_EVENTS",
     "build_indexes",
+    "drop_legacy_search",
     "fold",
     "read_items",
-    "recreate_search_index",
 ]

@@ -1,4 +1,4 @@
-"""The queries the views answer: one article, a search, the knowledge bases, an article list and
+"""The queries the views answer: one article, the knowledge bases, an article list and
 an article's versions, as rows. They read the views as they stand: the caller catches them up
 first (kbes.store.application)."""
 
@@ -6,7 +6,6 @@ from __future__ import annotations
 
 from typing import Any
 
-from kbes.projections import search
 from kbes.projections.database import ViewsDatabase
 
 ARTICLE_SQL = (
@@ -16,7 +15,7 @@ ARTICLE_SQL = (
 
 
 class Queries:
-    """Reads of the view tables and the search index."""
+    """Reads of the view tables."""
 
     def __init__(self, database: ViewsDatabase) -> None:
         self.database = database
@@ -28,15 +27,6 @@ class Queries:
         with self.database.read() as c:
             c.execute(ARTICLE_SQL, (article_id,))
             return c.fetchone()
-
-    def search(self, knowledge_base_id: str, expression: str, limit: int) -> list[Any]:
-        params = (expression, knowledge_base_id, limit)
-        rows = self._query(search.SEARCH_SQL, params)
-        if rows is not None:
-            return rows
-        with self.database.read() as c:
-            c.execute(search.SEARCH_SQL, params)
-            return c.fetchall()
 
     def _query(self, statement: str, params: tuple[Any, ...]) -> list[Any] | None:
         """A read tool's one statement without a transaction around it (a lone SELECT is its

@@ -17,7 +17,7 @@ from eventsourcing.persistence import OperationalError
 from eventsourcing.sqlite import SQLiteCursor
 
 from kbes.domain.errors import Busy
-from kbes.projections import articles, fold, search, tracking
+from kbes.projections import articles, fold, keyword_index, tracking
 from kbes.projections.catch_up import CatchUp
 from kbes.projections.database import ViewsDatabase
 from kbes.projections.source import EventDecoder, LogReader
@@ -71,13 +71,11 @@ class Rebuild:
             if progress is not None:
                 progress(last - position)
             position = last
-        with db.write() as c:  # the search index, built whole, aside
-            c.execute(search.SCHEMA.replace("search_index", f"search_index{NEXT}", 1))
-            search.fill(c, NEXT)
         with db.lock, db.write() as c:
             if tracking.position(c, name) != position:
                 raise _overtaken()
             switch(c)
+            keyword_index.forget(c)
             fold.build_indexes(c)
             tracking.forget(c, name)
             db.set_position(c, position)
@@ -95,7 +93,7 @@ class Rebuild:
         return position
 
     def repair(self, log: LogReader, decoder: EventDecoder) -> None:
-        """Views damaged under a running process (a view table, the search index or the
+        """Views damaged under a running process (a view table or the
         tracking table dropped by hand) are rebuilt whole, as `kbes rebuild` does."""
         logger.warning("the views are missing a table; rebuilding them from the event log")
         self.run(log, decoder)
@@ -103,7 +101,8 @@ class Rebuild:
 
 def switch(c: SQLiteCursor) -> None:
     """Put the views built aside in place of the live ones (inside the caller's transaction).
-    FTS5 renames its own shadow tables with the search index."""
+    A views file from before the keyword engine keeps its FTS5 index until it is next
+    opened (kbes.projections.views)."""
     # Debian's and others' SQLite zeroes every page a DROP frees (secure_delete), which dirties
     # the whole of the old views inside this transaction (kbes bench row 6b). The views hold
     # nothing the log does not, so their freed pages are left as they are.

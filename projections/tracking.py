@@ -15,8 +15,9 @@ NEXT_TRACKING = ".next"
 """Suffix of the row of the views being built aside: the position they reflect."""
 
 SEARCH_SUFFIX = ".search"
-"""Suffix of the row of the search index: the position it reflects, -1 after a drop (rebuilt
-whole at the end of the replay), absent in a database older than it (follows the views)."""
+"""Suffix of the row of search: the position up to which the views recorded what changed for
+search (projections/keyword_index.py), -1 after a drop (the keyword indexes are built whole at
+the end of the replay), absent in a database older than it (follows the views)."""
 
 
 def position(c: Any, name: str) -> int | None:

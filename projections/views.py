@@ -17,16 +17,17 @@ from typing import Any
 
 from eventsourcing.sqlite import SQLiteCursor, SQLiteDatastore
 
-from kbes.projections import articles, fold, search
+from kbes.projections import articles, fold
 from kbes.projections.catch_up import CatchUp
 from kbes.projections.database import ViewsDatabase
+from kbes.projections.keyword_index import KeywordIndexes
 from kbes.projections.queries import Queries
 from kbes.projections.rebuild import Rebuild, healing
 from kbes.projections.source import EventDecoder, LogReader
 
 
 class Views:
-    """Article state, version history and the search index, with their tracking position."""
+    """Article state, version history and the keyword indexes, with their tracking position."""
 
     def __init__(
         self,
@@ -42,6 +43,7 @@ class Views:
         self.runner = CatchUp(self.database)
         self.rebuilder = Rebuild(self.database, self.runner)
         self.queries = Queries(self.database)
+        self.keyword = KeywordIndexes(self.database)
         self.source = source
 
     @property
@@ -74,11 +76,15 @@ class Views:
         db.create_table()
         with db.read() as c:
             self.runner.position = db.position(c)
-            outdated = search.outdated(c)
-        if outdated:  # an index from before the partitions: rebuilt whole from the views
+            c.execute(
+                "SELECT 1 FROM sqlite_master WHERE name IN "
+                f"({', '.join('?' * len(fold.LEGACY_SEARCH_TABLES))})",
+                fold.LEGACY_SEARCH_TABLES,
+            )
+            legacy = c.fetchone() is not None
+        if legacy:  # the FTS5 index of a views file from before the keyword engine
             with db.write() as c:
-                fold.recreate_search_index(c)
-                db.set_search_position(c, -1)
+                fold.drop_legacy_search(c)
         self.runner.finish_replay()
 
     @healing
@@ -119,8 +125,9 @@ class Views:
         return self.queries.article(article_id)
 
     @healing
-    def search(self, knowledge_base_id: str, expression: str, limit: int) -> list[Any]:
-        return self.queries.search(knowledge_base_id, expression, limit)
+    def search(self, knowledge_base_id: str, query: str, limit: int) -> list[Any]:
+        """The keyword engine's top hits, with the index at this process's views position."""
+        return self.keyword.search(knowledge_base_id, query, limit, self.runner.position)
 
     @healing
     def knowledge_base(self, knowledge_base_id: str) -> Any:

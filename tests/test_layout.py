@@ -77,9 +77,10 @@ ROOMS = {
 
 LIBRARIES = {
     "domain": ("eventsourcing",),
-    # The `semantic` extra: the vectors and their model.
+    # The keyword engine, and the `semantic` extra: the vectors and their model.
     "projections": (
         "eventsourcing",
+        "tantivy",
         "numpy",
         "onnxruntime",
         "threadpoolctl",

@@ -16,7 +16,6 @@ from kbes import KnowledgeBaseStore, call_tool, format_timestamp, open_store
 from kbes.domain.article import EVENT_TYPES, Article
 from kbes.domain.errors import KbesError
 from kbes.domain.knowledge_base import KnowledgeBase
-from kbes.projections.folding import folded_terms
 
 WORDS = [
     "alpha",
@@ -152,8 +151,8 @@ def fold(store: KnowledgeBaseStore) -> dict[str, list[tuple[Any, ...]]]:
             for aid, a in arts.items()
         ),
         "view_article_versions": sorted(versions),
-        "search_index": sorted(
-            (aid, a["title"], a["content"], folded_terms(a["title"]), folded_terms(a["content"]))
+        "keyword_index": sorted(
+            (a["kb"], aid, a["title"], a["content"], a["updated"])
             for aid, a in arts.items()
             if a["status"] == "published"
         ),

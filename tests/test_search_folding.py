@@ -1,12 +1,11 @@
 """Search finds the words that are plainly in an article, whatever their spelling: Turkish İ,
 decomposed accents, full case folding, compatibility forms, Chinese and Japanese (issue 18,
-defect 7). ASCII text ranks and quotes exactly as before the folding, and an index from before
-the folding is rebuilt when the store opens."""
+defect 7), on the keyword engine's side of the index and of the query alike. A replay and a
+rebuild index as the catch-up did, and a views file holding the FTS5 index of before the
+keyword engine loses it when the store opens."""
 
 from __future__ import annotations
 
-import random
-import re
 import sqlite3
 import unicodedata
 from pathlib import Path
@@ -15,7 +14,6 @@ import pytest
 from tool_calls import call
 
 from kbes import KnowledgeBaseStore, open_store
-from kbes.projections import search
 from kbes.sims.bench.dataset import Corpus
 
 ARTICLES = {
@@ -100,14 +98,14 @@ def test_unpublished_cjk_is_not_found(store, kb, found) -> None:
     assert hits(store, kb, "退款") == []
 
 
-def index_rows(path: Path) -> list[tuple[object, ...]]:
-    db = sqlite3.connect(path)
-    try:
-        return db.execute(
-            f"SELECT rowid, {', '.join(search.COLUMNS)} FROM search_index ORDER BY rowid"
-        ).fetchall()
-    finally:
-        db.close()
+def index_rows(store: KnowledgeBaseStore) -> list[tuple[str, ...]]:
+    """Every document of every knowledge base's keyword index, as it stands caught up."""
+    views = store.views
+    return [
+        (kb.knowledge_base_id, *doc)
+        for kb in store.knowledge_bases()
+        for doc in views.keyword.documents(kb.knowledge_base_id, views.position)
+    ]
 
 
 def test_a_replay_and_a_rebuild_index_as_the_catch_up_did(tmp_path: Path) -> None:
@@ -122,77 +120,23 @@ def test_a_replay_and_a_rebuild_index_as_the_catch_up_did(tmp_path: Path) -> Non
             store.add_articles(kb, corpus.drafts(40), publish=True)
             store.add_articles(kb, list(ARTICLES.values()), publish=True)
         store.catch_up()
-        written = index_rows(path)
-        # Chinese, Japanese, German and Greek add folded words; İ and accents do not need to.
-        assert sum(1 for row in written if row[3] or row[4]) == 2 * 4
+        written = index_rows(store)
+        assert len(written) == 2 * (40 + len(ARTICLES))
         store.rebuild()
-        assert index_rows(path) == written
+        assert index_rows(store) == written
+        assert [h.article_id for h in store.search(kb, "退款", 10)] == [
+            row[1] for row in written if row[0] == kb and row[2] == "退款政策"
+        ]
         store.views.drop()
         store.catch_up()
-        assert index_rows(path) == written
+        assert index_rows(store) == written
     finally:
         store.close()
 
 
-OLD_SCHEMA = (
-    "CREATE VIRTUAL TABLE old_index USING fts5("
-    "title, content, tokenize='porter unicode61 remove_diacritics 2')"
-)
-_OLD_PART = "(SELECT part FROM search_partitions WHERE knowledge_base_id = ?2)"
-OLD_SEARCH_SQL = (
-    "SELECT a.article_id, a.title, a.updated_at, "
-    "snippet(old_index, 1, '', '', '…', 24) AS snippet "
-    "FROM old_index JOIN view_articles a ON a.seq = old_index.rowid & 1099511627775 "
-    "WHERE old_index MATCH ?1 "
-    f"AND old_index.rowid >= {_OLD_PART} << 40 AND old_index.rowid < ({_OLD_PART} + 1) << 40 "
-    "AND a.knowledge_base_id = ?2 ORDER BY bm25(old_index, 10.0, 1.0), a.seq LIMIT ?3"
-)
-"""The search as it was before the folding (two columns, the words of `query.lower()`)."""
-
-
-def old_match_expression(query: str) -> str | None:
-    terms = list(dict.fromkeys(re.findall(r"\w+", query.lower())))[:32]
-    return " OR ".join(f'"{t}"' for t in terms) if terms else None
-
-
-def test_ascii_ranks_and_quotes_as_before(tmp_path: Path) -> None:
-    """Hits, order and snippets of ASCII queries over ASCII articles equal the search before
-    the folding, with two knowledge bases interleaved."""
-    path = tmp_path / "kb.sqlite"
-    corpus, rng = Corpus(seed=3), random.Random(3)
-    store = open_store(path, synchronous="OFF")
-    titles: dict[str, list[str]] = {}
-    try:
-        for name in ("A", "B"):
-            kb = str(store.create_knowledge_base(name))
-            drafts = corpus.drafts(300)
-            store.add_articles(kb, drafts, publish=True)
-            titles[kb] = [title for title, _ in drafts]
-        store.catch_up()
-    finally:
-        store.close()
-    db = sqlite3.connect(path)
-    db.execute(OLD_SCHEMA)
-    db.execute(
-        "INSERT INTO old_index (rowid, title, content) SELECT rowid, title, content "
-        "FROM search_index"
-    )
-    checked = 0
-    for kb, kb_titles in titles.items():
-        for _ in range(60):
-            query = corpus.query(rng.choice(kb_titles))
-            if rng.random() < 0.3:
-                query = query.upper() + " how do I"
-            assert search.match_expression(query) == old_match_expression(query)
-            expression = search.match_expression(query)
-            new = db.execute(search.SEARCH_SQL, (expression, kb, 10)).fetchall()
-            old = db.execute(OLD_SEARCH_SQL, (expression, kb, 10)).fetchall()
-            assert new == old
-            checked += len(new)
-    assert checked > 400
-
-
-def test_an_index_from_before_the_folding_is_rebuilt(tmp_path: Path) -> None:
+def test_a_views_file_from_before_the_keyword_engine_loses_its_fts5_index(
+    tmp_path: Path,
+) -> None:
     path = tmp_path / "old.sqlite"
     store = open_store(path, synchronous="OFF")
     try:
@@ -203,20 +147,22 @@ def test_an_index_from_before_the_folding_is_rebuilt(tmp_path: Path) -> None:
     finally:
         store.close()
     db = sqlite3.connect(path)
-    with db:  # the index as the previous version left it: two columns
-        db.execute(OLD_SCHEMA)
+    with db:  # the index as the FTS5 engine left it
         db.execute(
-            "INSERT INTO old_index (rowid, title, content) SELECT rowid, title, content "
-            "FROM search_index"
+            "CREATE VIRTUAL TABLE search_index USING fts5(title, content, title_folded, "
+            "content_folded, tokenize='porter unicode61 remove_diacritics 2')"
         )
-        db.execute("DROP TABLE search_index")
-        db.execute("ALTER TABLE old_index RENAME TO search_index")
+        db.execute("CREATE TABLE search_partitions (part INTEGER PRIMARY KEY, kb TEXT)")
     db.close()
     store = open_store(path, synchronous="OFF")
     try:
         assert [hit.article_id for hit in store.search(kb, "退款", 10)] == [refund]
         assert [hit.article_id for hit in store.search(kb, "password", 10)] == [plain]
-        with store.views.read() as c:
-            assert not search.outdated(c)
     finally:
         store.close()
+    db = sqlite3.connect(path)
+    try:
+        names = {r[0] for r in db.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+    finally:
+        db.close()
+    assert not names & {"search_index", "search_partitions"}

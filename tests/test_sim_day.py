@@ -5,13 +5,12 @@ from __future__ import annotations
 
 import random
 import re
-import sqlite3
 from collections import Counter
 from collections.abc import Sequence
 from pathlib import Path
 
 from kbes import call_tool
-from kbes.projections import search
+from kbes.projections import keyword_schema
 from kbes.sims import text
 from kbes.sims.day import HOUR, DayParameters, generate_day, zipf_weights
 from kbes.sims.people import import_articles, open_day_store
@@ -105,26 +104,14 @@ def test_every_article_is_the_top_hit_for_its_own_titles_words(tmp_path: Path) -
 
 
 def _index_terms(texts: Sequence[str], only: set[str] | None = None) -> list[Counter[str]]:
-    """The terms the store's own FTS5 index makes of each text (its schema, so its tokenizer:
-    porter stems), with how often each occurs; a quoted query word is stemmed the same way.
-    With `only`, just those terms (the others are never read out of SQLite)."""
-    db = sqlite3.connect(":memory:")
-    try:
-        db.execute(search.SCHEMA)
-        db.execute("CREATE VIRTUAL TABLE terms USING fts5vocab(search_index, 'instance')")
-        db.executemany(
-            "INSERT INTO search_index(rowid, title, content) VALUES (?, ?, '')",
-            enumerate(texts),
-        )
-        found: list[Counter[str]] = [Counter() for _ in texts]
-        query, terms = "SELECT term, doc FROM terms", sorted(only or ())
-        if only is not None:
-            query += f" WHERE term IN ({', '.join('?' * len(terms))})"
-        for term, row in db.execute(query, terms):
-            found[row][term] += 1
-        return found
-    finally:
-        db.close()
+    """The terms the store's keyword index makes of each text (its analyzer: it stems), with
+    how often each occurs; a query word is analysed the same way. With `only`, just those."""
+    analyze = keyword_schema.WORDS_ANALYZER.analyze
+    found: list[Counter[str]] = []
+    for t in texts:
+        terms = Counter(analyze(keyword_schema.ranked_text(t)))
+        found.append(terms if only is None else Counter({k: terms[k] for k in only & terms.keys()}))
+    return found
 
 
 VOCABULARY = (*text.VERBS, *text.OBJECTS, *text.QUALIFIERS)

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 from typing import Any
 
-from kbes.projections import search
 from kbes.projections.views import Views
 
 
@@ -23,10 +22,9 @@ def dump(views: Views) -> dict[str, list[tuple[Any, ...]]]:
             if table == "view_articles":
                 rows = [row[1:] for row in rows]  # seq depends on insertion order only
             out[table] = rows
-        c.execute(
-            "SELECT a.article_id, s.title, s.content, s.title_folded, s.content_folded "
-            "FROM search_index s "
-            f"JOIN view_articles a ON a.seq = s.rowid & {search.SEQ_MASK} ORDER BY a.article_id"
-        )
-        out["search_index"] = [tuple(row) for row in c.fetchall()]
-        return out
+        kbs = [row[0] for row in out["view_knowledge_bases"]]
+    # Each knowledge base's keyword index, caught up to the views: what search can find.
+    out["keyword_index"] = [
+        (kb, *doc) for kb in kbs for doc in views.keyword.documents(kb, views.position)
+    ]
+    return out

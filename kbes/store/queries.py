@@ -14,7 +14,6 @@ from kbes.domain.article import EVENT_TYPES
 from kbes.domain.clock import timestamp_text
 from kbes.domain.errors import ArticleNotFound, ArticleUnpublished
 from kbes.domain.ids import parse_id
-from kbes.projections import search as search_index
 from kbes.projections.source import full_decode
 from kbes.store.core import StoreCore
 from kbes.store.results import (
@@ -37,13 +36,7 @@ class Queries(StoreCore):
         """Current published articles matching `query` (plain words), best first."""
         kb = self._knowledge_base_uuid(knowledge_base_id)
         self.catch_up()
-        expression = search_index.match_expression(query)
-        if expression is None:
-            return []
-        return [
-            Hit(row["article_id"], row["title"], row["snippet"], row["updated_at"])
-            for row in self.views.search(str(kb), expression, limit)
-        ]
+        return [Hit(*hit) for hit in self.views.search(str(kb), query, limit)]
 
     def read_article(self, knowledge_base_id: UUID, article_id: UUID | str) -> CurrentArticle:
         """The published article as it stands now. `ArticleNotFound` for an unknown id, a

@@ -1,0 +1,252 @@
+"""The keyword engine as a projection: a tantivy index per knowledge base, beside the views,
+caught up from the views when a search of that knowledge base needs it.
+
+Why one index per knowledge base: a question's common words match most of its articles, and a
+shared index with the knowledge base as a filter term paid for the other knowledge bases' rows
+at p99 (docs/performance.md). Each index lives in `<views file>.keyword/<knowledge base id>/`;
+in memory for an in-memory or throwaway (synchronous=OFF) views database.
+
+What to apply: the views record, in the transaction that folds a batch, which articles of which
+knowledge base it changed (`CHANGES`, at the batch's last position). A catch-up reads the
+article ids changed after the index's position, reads those rows from the view, and replaces
+each document (a delete by id, an add if published) and the position document in ONE commit:
+applying a range twice changes nothing, and an unpublished article leaves the index in the
+commit that moves past its unpublishing. An index with no position, or one built beside other
+views (a rebuild, a drop: `SOURCE_TABLE`'s id changes), is built whole from the view.
+
+One writer: tantivy guards each index with a lock file the OS releases when its holder dies. A
+process that needs an index at position H takes its writer for one catch-up; one that finds it
+held waits, reloading, for the recorded position to reach H, and takes the writer if the
+holder stopped short; after `WAIT_SECONDS` it reports the index busy."""
+
+from __future__ import annotations
+
+import os
+import threading
+import time
+import uuid
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import tantivy
+
+from kbes.domain.errors import Busy
+from kbes.projections import keyword_schema as K
+
+if TYPE_CHECKING:
+    from kbes.projections.database import ViewsDatabase
+
+CHANGES = (
+    "CREATE TABLE IF NOT EXISTS keyword_changes ("
+    "knowledge_base_id TEXT NOT NULL, position INTEGER NOT NULL, article_id TEXT NOT NULL, "
+    "PRIMARY KEY (knowledge_base_id, position, article_id)) WITHOUT ROWID"
+)
+SOURCE_TABLE = "keyword_source"
+SOURCE = f"CREATE TABLE IF NOT EXISTS {SOURCE_TABLE} (id TEXT NOT NULL)"
+WAIT_SECONDS = 30.0
+POLL_SECONDS = 0.002
+WRITER_HEAP = 15_000_000
+BULK_HEAP = 128_000_000
+ROW = "article_id, title, content, status, updated_at, seq"
+
+
+def record_changes(c: Any, changed: list[tuple[str, str]], position: int) -> None:
+    """Inside a catch-up's transaction: the (knowledge base, article) pairs it changed."""
+    c.executemany(
+        "INSERT OR IGNORE INTO keyword_changes VALUES (?, ?, ?)",
+        [(kb, position, article_id) for kb, article_id in changed],
+    )
+
+
+def forget(c: Any) -> None:
+    """Inside a rebuild's or a drop's transaction: every index is to be built whole."""
+    c.execute(CHANGES)
+    c.execute(SOURCE)
+    c.execute("DELETE FROM keyword_changes")
+    c.execute(f"DELETE FROM {SOURCE_TABLE}")
+    c.execute(f"INSERT INTO {SOURCE_TABLE} VALUES (?)", (uuid.uuid4().hex,))
+
+
+class KeywordIndexes:
+    """The keyword index of each knowledge base of one views database."""
+
+    def __init__(self, database: ViewsDatabase, *, wait_seconds: float = WAIT_SECONDS) -> None:
+        self.database = database
+        pool = database.datastore.pool
+        in_memory = pool.is_sqlite_memory_mode or getattr(pool, "synchronous", "") == "OFF"
+        self.root = None if in_memory else Path(f"{pool.db_name}.keyword")
+        self.wait_seconds = wait_seconds
+        self.lock = threading.Lock()
+        self.open: dict[str, tantivy.Index] = {}
+        self.kept: dict[str, tantivy.IndexWriter] = {}
+        """An in-memory index's writer, kept open: no other process can see that index, and a
+        writer opened per commit costs several times the commit (docs/performance.md)."""
+        self.searchers: dict[str, tuple[str, int, tantivy.Searcher]] = {}
+        """Per knowledge base, the views id and position this process's searcher is known to
+        reflect (a commit, or no change since one): no reload until the views move on."""
+
+    def source(self) -> str:
+        """The id of the views the indexes follow: one lone SELECT, made once per file."""
+        rows = self.database.select.query(f"SELECT id FROM {SOURCE_TABLE}", ())
+        if rows:
+            return str(rows[0][0])
+        with self.database.write() as c:
+            c.execute(CHANGES)
+            c.execute(SOURCE)
+            c.execute(f"SELECT id FROM {SOURCE_TABLE}")
+            row = c.fetchone()
+            if row is None:
+                row = (uuid.uuid4().hex,)
+                c.execute(f"INSERT INTO {SOURCE_TABLE} VALUES (?)", row)
+        return str(row[0])
+
+    def index(self, knowledge_base_id: str) -> tantivy.Index:
+        index = self.open.get(knowledge_base_id)
+        if index is None:
+            if self.root is None:
+                index = tantivy.Index(K.SCHEMA)
+            else:
+                path = self.root / knowledge_base_id
+                path.mkdir(parents=True, exist_ok=True)
+                index = tantivy.Index(K.SCHEMA, path=os.fspath(path), reuse=True)
+            K.register(index)
+            index.config_reader(reload_policy="Manual")
+            self.open[knowledge_base_id] = index
+        return index
+
+    def search(self, knowledge_base_id: str, query: str, limit: int, head: int) -> list[K.Hit]:
+        """The top hits once the knowledge base's index reflects the views at `head`."""
+        with self.lock:
+            searcher = self._caught_up(knowledge_base_id, head)
+        return K.search(searcher, query, limit)
+
+    def documents(self, knowledge_base_id: str, head: int) -> list[tuple[str, str, str, str]]:
+        """Every document of the knowledge base's index at `head`: (article id, title, content,
+        updated_at), by article id. For comparing two builds of the views."""
+        with self.lock:
+            searcher = self._caught_up(knowledge_base_id, head)
+        hits = searcher.search(tantivy.Query.all_query(), max(searcher.num_docs, 1)).hits
+        found = (searcher.doc(address) for _, address in hits)
+        return sorted(
+            (d[K.ARTICLE_ID][0], d[K.TITLE][0], d[K.CONTENT][0], d[K.UPDATED_AT][0])
+            for d in found
+            if d[K.ARTICLE_ID] != [K.POSITION_KEY]
+        )
+
+    def _caught_up(self, kb: str, head: int) -> tantivy.Searcher:
+        index = self.index(kb)
+        source = self.source()
+        held = self.searchers.get(kb)
+        if held is not None and held[0] == source and held[1] >= head:
+            return held[2]  # no commit anyone makes can be newer than what it already shows
+        index.reload()
+        searcher = index.searcher()
+        position = K.read_position(searcher, source)
+        deadline = time.monotonic() + self.wait_seconds
+        if 0 < position < head and not self._changed(kb, position, head):
+            self.searchers[kb] = (source, head, searcher)
+            return searcher
+        while position < head:
+            with self._writer(kb, index) as writer:
+                if writer is not None:
+                    index.reload()
+                    position = K.read_position(index.searcher(), source)
+                    if position < head:
+                        self._apply(writer, kb, position, source, head)
+            writer = None  # the last reference: dropping it releases tantivy's lock
+            index.reload()
+            searcher = index.searcher()
+            position = K.read_position(searcher, source)
+            if position >= head:
+                self.searchers[kb] = (source, position, searcher)
+                break
+            if time.monotonic() > deadline:
+                raise Busy(
+                    f"the keyword index of knowledge base {kb} stayed at position {position}, "
+                    f"behind {head}, for {self.wait_seconds:g} s while another process held "
+                    "its writer; retry, or stop the process that holds it"
+                )
+            time.sleep(POLL_SECONDS)
+        self.searchers[kb] = (source, position, searcher)
+        return searcher
+
+    def _changed(self, kb: str, position: int, head: int) -> bool:
+        statement = (
+            "SELECT 1 FROM keyword_changes WHERE knowledge_base_id = ? AND position > ? "
+            "AND position <= ? LIMIT 1"
+        )
+        rows = self.database.select.query(statement, (kb, position, head))
+        if rows is not None:
+            return bool(rows)
+        with self.database.read() as c:
+            c.execute(statement, (kb, position, head))
+            return c.fetchone() is not None
+
+    @contextmanager
+    def _writer(
+        self, kb: str, index: tantivy.Index, *, bulk: bool = False
+    ) -> Iterator[tantivy.IndexWriter | None]:
+        """The index's writer, or None while another process holds it."""
+        if self.root is None:
+            writer = self.kept.get(kb)
+            if writer is None:
+                writer = self.kept[kb] = index.writer(WRITER_HEAP, 1)
+            try:
+                yield writer
+            except BaseException:
+                writer.rollback()
+                raise
+            return
+        try:
+            writer = index.writer(BULK_HEAP if bulk else WRITER_HEAP, 0 if bulk else 1)
+        except ValueError as e:
+            if "LockBusy" not in str(e):
+                raise
+            yield None
+            return
+        try:
+            yield writer
+        except BaseException:
+            writer.rollback()
+            raise
+        finally:
+            # Consumes the writer, which releases tantivy's lock there and then: a reference
+            # kept by a traceback would otherwise hold it until the garbage collector ran.
+            writer.wait_merging_threads()
+
+    def _apply(
+        self, writer: tantivy.IndexWriter, kb: str, position: int, source: str, wanted: int
+    ) -> None:
+        """Bring the index from `position` to the views' position (at least `wanted`, which
+        the caller's views reached), in one commit."""
+        with self.database.read() as c:
+            head = max(self.database.position(c), wanted)
+            if position == 0:
+                writer.delete_all_documents()
+                c.execute(
+                    f"SELECT {ROW} FROM view_articles "
+                    "WHERE knowledge_base_id = ? AND status = 'published' ORDER BY seq",
+                    (kb,),
+                )
+                rows = c.fetchall()
+            else:
+                c.execute(
+                    f"SELECT {ROW} FROM view_articles WHERE article_id IN ("
+                    "SELECT DISTINCT article_id FROM keyword_changes "
+                    "WHERE knowledge_base_id = ? AND position > ? AND position <= ?)",
+                    (kb, position, head),
+                )
+                rows = c.fetchall()
+        for article_id, title, content, status, updated_at, seq in rows:
+            if position:
+                writer.delete_documents_by_term(K.ARTICLE_ID, article_id)
+            if status == "published":
+                writer.add_document(K.document(article_id, title, content, updated_at, seq))
+        writer.delete_documents_by_term(K.ARTICLE_ID, K.POSITION_KEY)
+        writer.add_document(K.position_document(max(head, 1), source))
+        writer.commit()
+
+
+__all__ = ["CHANGES", "KeywordIndexes", "forget", "record_changes"]

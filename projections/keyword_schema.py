@@ -1,0 +1,235 @@
+r"""The keyword engine's documents and queries: a tantivy index of one knowledge base's published
+articles (docs/performance.md, "the keyword engine", for the choice and its measurements).
+
+One field ranks: the title written twice and the content, folded and cut as
+kbes.projections.folding folds them, so BM25 weighs the article as one text, as FTS5's bm25 did
+over its weighted columns. tantivy cuts words as `\w+` and lower-cases, which is the whole of
+the folding for ASCII text, so ASCII text goes to it as written; other text is folded in Python
+first (NFKC, case folding, CJK bigrams) and handed over as its words. A query's words are
+folded the same way; English and question words are left out of it (a stop list, kept in the
+index), unless nothing else is left. The content is also
+kept, analysed by tantivy, for snippets. The position the index reflects is a document of its
+own commit (`POSITION_KEY`)."""
+
+from __future__ import annotations
+
+import unicodedata
+from collections.abc import Sequence
+from typing import NamedTuple
+
+import tantivy
+
+from kbes.projections import folding
+
+ARTICLE_ID, TEXT, CONTENT, TITLE, UPDATED_AT = (
+    "article_id",
+    "text",
+    "content",
+    "title",
+    "updated_at",
+)
+SEQ, POSITION, SOURCE = "seq", "position", "source"
+POSITION_KEY = "@position"
+"""The article id of the document holding the log position of the commit (no UUID is it)."""
+WORDS, SNIPPETS = "kbes_words", "kbes_snippets"
+MAX_TERMS = 32
+SNIPPET_CHARS = 150
+ELLIPSIS = "…"
+
+_STOP_WORDS = (
+    "a about above after again against all am an and any are as at be because been before "
+    "being below between both but by can could did do does doing down during each few for from "
+    "further had has have having he her here hers herself him himself his how i if in into is "
+    "it its itself just me more most my myself no nor not now of off on once only or other our "
+    "ours ourselves out over own same she should so some such than that the their theirs them "
+    "themselves then there these they this those through to too under until up very was we "
+    "were what when where which while who whom why will with would you your yours yourself "
+    "yourselves must may might shall also one two"
+)
+STOP = frozenset(_STOP_WORDS.split())
+"""English and question words: a question's common words match nearly every article and cost
+what the whole knowledge base costs, for no ranking gain (docs/performance.md)."""
+
+
+def _analyzers() -> tuple[tantivy.TextAnalyzer, tantivy.TextAnalyzer]:
+    words = (
+        tantivy.TextAnalyzerBuilder(tantivy.Tokenizer.regex(r"\w+"))
+        .filter(tantivy.Filter.remove_long(40))
+        .filter(tantivy.Filter.lowercase())
+        .filter(tantivy.Filter.ascii_fold())
+        .filter(tantivy.Filter.stemmer("english"))
+        .build()
+    )
+    snippets = (
+        tantivy.TextAnalyzerBuilder(tantivy.Tokenizer.simple())
+        .filter(tantivy.Filter.remove_long(40))
+        .filter(tantivy.Filter.lowercase())
+        .filter(tantivy.Filter.ascii_fold())
+        .filter(tantivy.Filter.stemmer("english"))
+        .build()
+    )
+    return words, snippets
+
+
+WORDS_ANALYZER, SNIPPET_ANALYZER = _analyzers()
+
+
+def schema() -> tantivy.Schema:
+    b = tantivy.SchemaBuilder()
+    b.add_text_field(ARTICLE_ID, stored=True, tokenizer_name="raw", index_option="basic")
+    b.add_text_field(TEXT, stored=False, tokenizer_name=WORDS, index_option="freq")
+    b.add_text_field(CONTENT, stored=True, tokenizer_name=SNIPPETS, index_option="freq")
+    b.add_text_field(TITLE, stored=True, tokenizer_name="raw", index_option="basic")
+    b.add_text_field(UPDATED_AT, stored=True, tokenizer_name="raw", index_option="basic")
+    b.add_unsigned_field(SEQ, stored=True)
+    b.add_unsigned_field(POSITION, stored=True)
+    b.add_text_field(SOURCE, stored=True, tokenizer_name="raw", index_option="basic")
+    return b.build()
+
+
+SCHEMA = schema()
+
+
+def register(index: tantivy.Index) -> tantivy.Index:
+    index.register_tokenizer(WORDS, WORDS_ANALYZER)
+    index.register_tokenizer(SNIPPETS, SNIPPET_ANALYZER)
+    return index
+
+
+def _plain(word: str) -> str:
+    """A folded word without its combining marks (tantivy's ASCII folding sees no marks)."""
+    if word.isascii():
+        return word
+    return "".join(c for c in unicodedata.normalize("NFD", word) if not unicodedata.combining(c))
+
+
+def ranked_text(text: str) -> str:
+    """`text` as the ranking field is given it: ASCII as it is, other text as its words."""
+    return text if text.isascii() else " ".join(tokens(text))
+
+
+def tokens(text: str) -> list[str]:
+    """The words of `text` as the ranking field holds them: folded, CJK cut into bigrams."""
+    out: list[str] = []
+    for word in folding.words(folding.fold(text)):
+        if word.isascii():
+            out.append(word)
+        else:
+            out.extend(_plain(t) for t in folding.cjk_terms(word, unigrams=True))
+    return out
+
+
+def document(
+    article_id: str, title: str, content: str, updated_at: str, seq: int
+) -> tantivy.Document:
+    heading = ranked_text(title)
+    return tantivy.Document(
+        article_id=article_id,
+        text=f"{heading} {heading} {ranked_text(content)}",
+        content=content,
+        title=title,
+        updated_at=updated_at,
+        seq=seq,
+    )
+
+
+def position_document(position: int, source: str) -> tantivy.Document:
+    return tantivy.Document(article_id=POSITION_KEY, position=position, source=source)
+
+
+def read_position(searcher: tantivy.Searcher, source: str) -> int:
+    """The log position the searcher's commit reflects; 0 for an empty index or one built
+    beside other views than `source`."""
+    query = tantivy.Query.term_query(SCHEMA, ARTICLE_ID, POSITION_KEY)
+    hits = searcher.search(query, 1, count=False).hits
+    if not hits:
+        return 0
+    doc = searcher.doc(hits[0][1])
+    return int(doc[POSITION][0]) if doc[SOURCE] == [source] else 0
+
+
+def query_words(query: str) -> list[str]:
+    """The query's folded words, stop words left out unless nothing else is left."""
+    found = [_plain(t) for t in folding.query_terms(query, 4 * MAX_TERMS)]
+    kept = [t for t in found if t not in STOP] or found
+    return kept[:MAX_TERMS]
+
+
+class Hit(NamedTuple):
+    article_id: str
+    title: str
+    snippet: str
+    updated_at: str
+
+
+def search(searcher: tantivy.Searcher, query: str, limit: int) -> list[Hit]:
+    """The top `limit` published articles for a plain-text query: any word matches."""
+    words = query_words(query)
+    terms = list(dict.fromkeys(t for w in words for t in WORDS_ANALYZER.analyze(w)))
+    if not terms or limit <= 0:
+        return []
+    built = _any(TEXT, terms)
+    found = _top(searcher, built, limit)
+    if not found:
+        return []
+    shown = list(dict.fromkeys(t for w in words for t in SNIPPET_ANALYZER.analyze(w)))
+    snippets = tantivy.SnippetGenerator.create(searcher, _any(CONTENT, shown), SCHEMA, CONTENT)
+    snippets.set_max_num_chars(SNIPPET_CHARS)
+    return [
+        Hit(
+            doc[ARTICLE_ID][0],
+            doc[TITLE][0],
+            snippet(doc[CONTENT][0], snippets.snippet_from_doc(doc)),
+            doc[UPDATED_AT][0],
+        )
+        for _, _, doc in found
+    ]
+
+
+def _any(field: str, terms: Sequence[str]) -> tantivy.Query:
+    Occur, Query = tantivy.Occur, tantivy.Query
+    return Query.boolean_query(
+        [(Occur.Should, Query.term_query(SCHEMA, field, t, index_option="freq")) for t in terms]
+    )
+
+
+def _top(
+    searcher: tantivy.Searcher, query: tantivy.Query, limit: int
+) -> list[tuple[float, int, tantivy.Document]]:
+    """The best `limit` by score, ties to the older article (draft order): asks for more while
+    the score at the cut ties with the next, so a tie is never split by chance."""
+    wanted = 2 * limit
+    while True:
+        hits = searcher.search(query, wanted + 1, count=False).hits
+        if len(hits) <= wanted or hits[-1][0] != hits[limit - 1][0]:
+            break
+        wanted *= 4
+    if len(hits) > limit:  # only the hits tied with the cut can still enter it
+        cut = hits[limit - 1][0]
+        hits = [(s, a) for n, (s, a) in enumerate(hits) if n < limit or s == cut]
+    ranked = sorted(
+        (-score, doc[SEQ][0], doc) for score, doc in ((s, searcher.doc(a)) for s, a in hits)
+    )
+    return ranked[:limit]
+
+
+def snippet(content: str, found: tantivy.Snippet) -> str:
+    """The content's best fragment, an ellipsis where it cuts the text; the content's start
+    when no word of the content matched (the title, or CJK only)."""
+    text = found.fragment()
+    if text:
+        start = content.find(text)
+        end = start + len(text) if start >= 0 else len(content)
+        while end < len(content) and not content[end].isspace() and not content[end].isalnum():
+            end += 1  # the punctuation that ends the fragment's last word
+        text = content[start:end] if start >= 0 else text
+    else:
+        text = content[:SNIPPET_CHARS]
+        if len(content) > SNIPPET_CHARS and " " in text:
+            text = text[: text.rindex(" ")]
+        start, end = 0, len(text)
+    more = end < len(content) and bool(content[end:].strip())
+    return f"{ELLIPSIS if start > 0 else ''}{text.strip()}{ELLIPSIS if more else ''}"
+
+
+__all__ = ["SCHEMA", "Hit", "document", "position_document", "read_position", "search"]
