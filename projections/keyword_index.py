@@ -50,6 +50,7 @@ POLL_SECONDS = 0.002
 WRITER_HEAP = 15_000_000
 BULK_HEAP = 128_000_000
 ROW = "article_id, title, content, status, updated_at, seq"
+BUILD_CHUNK = 1000
 
 
 def record_changes(c: Any, changed: list[tuple[str, str]], position: int) -> None:
@@ -122,6 +123,13 @@ class KeywordIndexes:
             searcher = self._caught_up(knowledge_base_id, head)
         return K.search(searcher, query, limit)
 
+    def build(self, knowledge_base_ids: list[str], head: int) -> None:
+        """Bring each knowledge base's index to `head` now (after a rebuild, which sends every
+        index to be built whole), rather than at its first search."""
+        for kb in knowledge_base_ids:
+            with self.lock:
+                self._caught_up(kb, head)
+
     def documents(self, knowledge_base_id: str, head: int) -> list[tuple[str, str, str, str]]:
         """Every document of the knowledge base's index at `head`: (article id, title, content,
         updated_at), by article id. For comparing two builds of the views."""
@@ -149,7 +157,7 @@ class KeywordIndexes:
             self.searchers[kb] = (source, head, searcher)
             return searcher
         while position < head:
-            with self._writer(kb, index) as writer:
+            with self._writer(kb, index, bulk=position == 0) as writer:
                 if writer is not None:
                     index.reload()
                     position = K.read_position(index.searcher(), source)
@@ -220,17 +228,24 @@ class KeywordIndexes:
         self, writer: tantivy.IndexWriter, kb: str, position: int, source: str, wanted: int
     ) -> None:
         """Bring the index from `position` to the views' position (at least `wanted`, which
-        the caller's views reached), in one commit."""
+        the caller's views reached), in one commit. Built whole, the rows are read a chunk at a
+        time inside one read transaction, so memory holds a chunk, not the knowledge base."""
         with self.database.read() as c:
             head = max(self.database.position(c), wanted)
             if position == 0:
                 writer.delete_all_documents()
-                c.execute(
-                    f"SELECT {ROW} FROM view_articles "
-                    "WHERE knowledge_base_id = ? AND status = 'published' ORDER BY seq",
-                    (kb,),
-                )
-                rows = c.fetchall()
+                # The keys first (the knowledge base's index), then the rows a chunk at a time.
+                c.execute("SELECT seq FROM view_articles WHERE knowledge_base_id = ?", (kb,))
+                keys = sorted(row[0] for row in c.fetchall())
+                for at in range(0, len(keys), BUILD_CHUNK):
+                    chunk = keys[at : at + BUILD_CHUNK]
+                    c.execute(
+                        f"SELECT {ROW} FROM view_articles WHERE seq IN "
+                        f"({', '.join('?' * len(chunk))}) AND status = 'published' ORDER BY seq",
+                        chunk,
+                    )
+                    for article_id, title, content, _, updated_at, seq in c.fetchall():
+                        writer.add_document(K.document(article_id, title, content, updated_at, seq))
             else:
                 c.execute(
                     f"SELECT {ROW} FROM view_articles WHERE article_id IN ("
@@ -238,12 +253,10 @@ class KeywordIndexes:
                     "WHERE knowledge_base_id = ? AND position > ? AND position <= ?)",
                     (kb, position, head),
                 )
-                rows = c.fetchall()
-        for article_id, title, content, status, updated_at, seq in rows:
-            if position:
-                writer.delete_documents_by_term(K.ARTICLE_ID, article_id)
-            if status == "published":
-                writer.add_document(K.document(article_id, title, content, updated_at, seq))
+                for article_id, title, content, status, updated_at, seq in c.fetchall():
+                    writer.delete_documents_by_term(K.ARTICLE_ID, article_id)
+                    if status == "published":
+                        writer.add_document(K.document(article_id, title, content, updated_at, seq))
         writer.delete_documents_by_term(K.ARTICLE_ID, K.POSITION_KEY)
         writer.add_document(K.position_document(max(head, 1), source))
         writer.commit()

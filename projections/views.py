@@ -110,8 +110,12 @@ class Views:
         decoder: EventDecoder,
         progress: Callable[[int], None] | None = None,
     ) -> int:
-        """Replay the whole log into views built aside and switch them in (Rebuild.run)."""
-        return self.rebuilder.run(log, decoder, progress)
+        """Replay the whole log into views built aside and switch them in (Rebuild.run), then
+        build every knowledge base's keyword index from them."""
+        position = self.rebuilder.run(log, decoder, progress)
+        kbs = [row["knowledge_base_id"] for row in self.queries.knowledge_bases()]
+        self.keyword.build(kbs, position)
+        return position
 
     def repair(self, log: LogReader, decoder: EventDecoder) -> None:
         self.rebuilder.repair(log, decoder)
