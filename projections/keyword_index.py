@@ -21,7 +21,9 @@ holder stopped short; after `WAIT_SECONDS` it reports the index busy."""
 
 from __future__ import annotations
 
+import logging
 import os
+import shutil
 import threading
 import time
 import uuid
@@ -37,6 +39,8 @@ from kbes.projections import keyword_schema as K
 
 if TYPE_CHECKING:
     from kbes.projections.database import ViewsDatabase
+
+logger = logging.getLogger(__name__)
 
 CHANGES = (
     "CREATE TABLE IF NOT EXISTS keyword_changes ("
@@ -111,7 +115,14 @@ class KeywordIndexes:
             else:
                 path = self.root / knowledge_base_id
                 path.mkdir(parents=True, exist_ok=True)
-                index = tantivy.Index(K.SCHEMA, path=os.fspath(path), reuse=True)
+                try:
+                    index = tantivy.Index(K.SCHEMA, path=os.fspath(path), reuse=True)
+                except ValueError:
+                    # Another schema's index (an older kbes): a projection, built again.
+                    logger.warning("rebuilding the keyword index in %s (another format)", path)
+                    shutil.rmtree(path)
+                    path.mkdir(parents=True)
+                    index = tantivy.Index(K.SCHEMA, path=os.fspath(path), reuse=True)
             K.register(index)
             index.config_reader(reload_policy="Manual")
             self.open[knowledge_base_id] = index
@@ -138,9 +149,7 @@ class KeywordIndexes:
         hits = searcher.search(tantivy.Query.all_query(), max(searcher.num_docs, 1)).hits
         found = (searcher.doc(address) for _, address in hits)
         return sorted(
-            (d[K.ARTICLE_ID][0], d[K.TITLE][0], d[K.CONTENT][0], d[K.UPDATED_AT][0])
-            for d in found
-            if d[K.ARTICLE_ID] != [K.POSITION_KEY]
+            (d[K.ARTICLE_ID][0], *K.stored(d)) for d in found if d[K.ARTICLE_ID] != [K.POSITION_KEY]
         )
 
     def _caught_up(self, kb: str, head: int) -> tantivy.Searcher:

@@ -80,6 +80,7 @@ LIBRARIES = {
     # The keyword engine, and the `semantic` extra: the vectors and their model.
     "projections": (
         "eventsourcing",
+        "msgspec",
         "tantivy",
         "numpy",
         "onnxruntime",
