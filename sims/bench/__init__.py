@@ -9,7 +9,8 @@ in big batches (bulk loads use `synchronous=OFF`: they are throwaway), then meas
 default durability.
 
 One module per group of rows (`edits` row 1, `reads` row 2, `polls` row 3, `history` row 4,
-`caught_up` row 5, `rebuild` row 6, `startup` row 7, `sim_day` row 8, `push` row 9); `runner`
+`caught_up` row 5, `rebuild` row 6, `startup` row 7, `sim_day` row 8, `push` row 9,
+`isolation` row 10, `quality` row 11, `hybrid_speed` row 12, `mcp_search` row 13); `runner`
 runs the groups asked for and `table` prints the report. (`kbes sim --benchmark` is
 `kbes.sims.sim_benchmark`.)
 """

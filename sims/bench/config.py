@@ -21,6 +21,7 @@ class Config:
     processes: int
     read_sizes: tuple[int, ...]
     samples: int
+    question_samples: int
     poll_small: int
     poll_large: int
     long_history: int
@@ -38,6 +39,9 @@ class Config:
     hybrid_sizes: tuple[int, ...]
     hybrid_samples: int
     hybrid_repeats: int
+    mcp_articles: int
+    mcp_samples: int
+    mcp_repeats: int
 
     @classmethod
     def full(cls) -> Config:
@@ -49,6 +53,8 @@ class Config:
             processes=4,
             read_sizes=(400, 10_000, 100_000),
             samples=1000,
+            # A question at 100,000 articles costs FTS5 about 300 ms: 300 of them a run.
+            question_samples=300,
             poll_small=1_000,
             poll_large=1_000_000,
             long_history=10_000,
@@ -66,6 +72,9 @@ class Config:
             hybrid_sizes=(10_000, 100_000),
             hybrid_samples=300,
             hybrid_repeats=3,
+            mcp_articles=50_000,
+            mcp_samples=300,
+            mcp_repeats=3,
         )
 
     @classmethod
@@ -78,6 +87,7 @@ class Config:
             processes=4,
             read_sizes=(400, 2_000),
             samples=200,
+            question_samples=100,
             poll_small=1_000,
             poll_large=20_000,
             long_history=1_000,
@@ -95,4 +105,7 @@ class Config:
             hybrid_sizes=(1_000,),
             hybrid_samples=50,
             hybrid_repeats=3,
+            mcp_articles=2_000,
+            mcp_samples=50,
+            mcp_repeats=2,
         )

@@ -15,7 +15,8 @@ from kbes.sims.bench.config import Progress
 
 class Corpus:
     """Deterministic article text: a Zipf-distributed vocabulary for the content, topic words
-    for titles, and queries an agent would type (two title words, sometimes a common word)."""
+    for titles, and queries an agent would type (two title words, sometimes a common word) or
+    ask (`question`)."""
 
     SYLLABLES = tuple(f"{consonant}{vowel}" for consonant in "bkplmnrstvdg" for vowel in "aeiou")
 
@@ -51,6 +52,23 @@ class Corpus:
         if self.random.random() < 0.3:
             picked.append(self.random.choice(self.words[:50]))
         return " ".join(picked)
+
+    QUESTION_OPENERS = ("how do I", "what is", "why does", "where can I find", "when should I")
+    """English question words: in no generated article, so they change no score; a stop list
+    may leave them out, and the common words beside them are what it cannot."""
+
+    def question(self, title: str, rng: random.Random) -> str:
+        """An agent's question about the article titled `title`: two of its title words and
+        three of the corpus's 20 commonest words, shuffled, after a question opener.
+
+        The search study's worst case (../shared/search-study/scale_build.py, "nl"): the
+        common words stand for "the", "my", "do" in real text, which match nearly every
+        article, so an OR query scores the whole knowledge base; in generated text no English
+        stop list removes them. `rng` is the caller's, so asking questions leaves this
+        corpus's own sequence (its articles and keyword queries) as it was."""
+        picked = rng.sample(title.lower().split(), 2) + rng.sample(self.words[:20], 3)
+        rng.shuffle(picked)
+        return f"{rng.choice(self.QUESTION_OPENERS)} {' '.join(picked)}?"
 
 
 # Building stores ----------------------------------------------------------------------------

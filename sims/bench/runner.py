@@ -14,6 +14,7 @@ from kbes.sims.bench.edits import measure_edits
 from kbes.sims.bench.history import measure_long_history
 from kbes.sims.bench.hybrid_speed import measure_hybrid_speed
 from kbes.sims.bench.isolation import measure_isolation
+from kbes.sims.bench.mcp_search import measure_mcp_search
 from kbes.sims.bench.polls import measure_polls
 from kbes.sims.bench.push import measure_push
 from kbes.sims.bench.quality import measure_quality
@@ -23,7 +24,7 @@ from kbes.sims.bench.results import Report
 from kbes.sims.bench.sim_day import measure_sim
 from kbes.sims.bench.startup import measure_serve
 
-GROUPS = ("1", "2", "3", "4", "5", "6", "7", "8", "9", "10", "11", "12")
+GROUPS = ("1", "2", "3", "4", "5", "6", "7", "8", "9", "10", "11", "12", "13")
 
 
 @contextmanager
@@ -74,6 +75,8 @@ def run(
             measure_quality(report, workdir, say)
         if "12" in groups:
             measure_hybrid_speed(report, workdir, say)
+        if "13" in groups:
+            measure_mcp_search(report, workdir, say)
     if config.quick:  # small datasets: the targets are judged on the full run only
         for row in report.rows:
             row.met = None
