@@ -3,13 +3,9 @@ case folding, then NFKC again (Python's `casefold`, not a locale's rules), and C
 Japanese and Korean runs cut into overlapping bigrams (with their single characters), since
 they write words without spaces between them.
 
-FTS5's unicode61 tokenizer already folds simple case and removes diacritics from whatever
-spelling (NFC or NFD) it reads, so the article's own title and content stay indexed as written
-(snippets quote them). What it cannot do is added in two more columns: for each whitespace-free
-chunk of text that folding changes beyond a lower-casing (ß, ς, ligatures, full-width letters,
-NFKC's compatibility forms) its folded words, and for each chunk holding CJK its words cut into
-bigrams. An ASCII text has nothing to add. A query is folded and cut the same way, and each of
-its words then goes through unicode61 as the text's did."""
+The keyword index (kbes.projections.keyword_schema) takes the words this module makes of any
+text that is not ASCII, and a query's words the same way, so both sides are compared in one
+spelling; ASCII text needs no more than the index's own tokenizer does."""
 
 from __future__ import annotations
 
@@ -84,25 +80,6 @@ def cjk_terms(word: str, *, unigrams: bool) -> list[str]:
     return terms
 
 
-def folded_terms(text: str) -> str:
-    """What the text's folded columns hold: the words unicode61 cannot find in the text as
-    written (see the module's docstring), space-separated; empty for most text."""
-    if text.isascii():
-        return ""
-    out: list[str] = []
-    for chunk in text.split():
-        if chunk.isascii():
-            continue
-        folded = fold(chunk)
-        found = words(folded)
-        if _HAS_CJK.search(folded):
-            for word in found:
-                out.extend(cjk_terms(word, unigrams=True) if _HAS_CJK.search(word) else (word,))
-        elif found != words(unicodedata.normalize("NFC", chunk.lower())):
-            out.extend(found)
-    return " ".join(out)
-
-
 def query_terms(query: str, limit: int) -> list[str]:
     """The distinct terms of a query, folded and cut as the text is, at most `limit`."""
     terms: list[str] = []
@@ -115,4 +92,4 @@ def query_terms(query: str, limit: int) -> list[str]:
     return terms
 
 
-__all__ = ["cjk_terms", "fold", "folded_terms", "query_terms", "words"]
+__all__ = ["cjk_terms", "fold", "query_terms", "words"]

@@ -12,7 +12,7 @@ what the SQLite store has (kbes/store/sqlite.py):
   knowledge base's visible events and the head of the whole log, read in one statement (one
   snapshot), and the log as the views fold it.
 
-The views (article state, version history, FTS5 search index) stay in a local SQLite file per
+The views (article state, version history, keyword indexes) stay in a local SQLite file per
 process, fed from the shared log: search and read answer locally, and only the catch-up (one
 cheap `max(notification_id)` query when already at the head) goes to the server; see
 kbes.store.views_file. Open a store with `open_store("postgresql://user:pass@host:port/dbname")`
