@@ -30,6 +30,9 @@ class KnowledgeBaseVectors:
         self.ids: list[str | None] = []
         self.slots: dict[str, int] = {}
         self.free: list[int] = []
+        self.touched: set[str] = set()
+        """Articles put or removed since the HNSW graph last followed (projections/
+        vector_graph.py): what it has to apply, without comparing every article."""
 
     def reserve(self, rows: int) -> None:
         """Room for `rows` vectors without growing (a knowledge base loaded whole)."""
@@ -44,6 +47,7 @@ class KnowledgeBaseVectors:
 
     def put(self, article_id: str, vector: Any | None) -> None:
         """The article's vector (None: the article stays known but is not searched)."""
+        self.touched.add(article_id)
         slot = self.slots.get(article_id)
         if slot is None:
             if self.free:
@@ -63,6 +67,7 @@ class KnowledgeBaseVectors:
             self.valid[slot] = True
 
     def remove(self, article_id: str) -> None:
+        self.touched.add(article_id)
         slot = self.slots.pop(article_id, None)
         if slot is not None:
             self.valid[slot] = False
@@ -131,6 +136,7 @@ class VectorIndex:
         )
         for article_id, digest, blob in c.fetchall():
             self._set(knowledge_base_id, article_id, digest, blob)
+        base.touched.clear()  # a graph taken up later compares every article once
         return base
 
     def refresh(self, c: Any) -> None:

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 from uuid import UUID
 
@@ -20,6 +21,7 @@ from kbes.store.queries import Queries
 from kbes.store.results import Hit
 
 if TYPE_CHECKING:  # numpy: the semantic extra, imported at the first hybrid search
+    from kbes.projections.vector_graph import VectorGraphs
     from kbes.projections.vector_index import VectorIndex
 
 EMBED_PER_SEARCH = 4
@@ -33,6 +35,7 @@ class HybridSearch(Queries):
 
     embedder: Embedder | None
     _vector_state: tuple[Embedder, VectorIndex] | None = None
+    _graphs: VectorGraphs | None = None
     _vector_lock = threading.Lock()
     """One hybrid search or embedding at a time in a process (the index is shared state)."""
 
@@ -49,7 +52,14 @@ class HybridSearch(Queries):
             if waiting:
                 self._embed_articles(embedder, waiting)
                 self._refresh(kb, index)
-            meaning = index.bases[kb].search(embedder.embed([query])[0], hybrid.DEPTH)
+            meaning = self._vector_graphs(embedder).search(
+                kb,
+                index.bases[kb],
+                index.hashes,
+                (index.changed, index.embedded),
+                embedder.embed([query])[0],
+                hybrid.DEPTH,
+            )
         by_words = {hit.article_id: hit for hit in words}
         fused = hybrid.fuse([list(by_words), [article_id for article_id, _ in meaning]])
         return self._hits(kb, fused[:limit], by_words)
@@ -57,7 +67,7 @@ class HybridSearch(Queries):
     def embed_pending(self, progress: Callable[[int], None] | None = None) -> int:
         """Embed every published article whose text the model has not embedded yet; report
         each batch to `progress`; return how many texts were embedded."""
-        embedder, _ = self._vectors()
+        embedder, index = self._vectors()
         done, after = 0, ""
         with self._vector_lock:
             self.catch_up()
@@ -66,6 +76,7 @@ class HybridSearch(Queries):
                 with self.views.read() as c:
                     rows = vectors.pending(c, embedder.name, after, EMBED_BATCH)
                 if not rows:
+                    self._prepare_graphs(embedder, index)
                     return done
                 after = rows[-1][0]
                 texts = {vectors.content_hash(t, x): (t, x) for _, t, x in rows}
@@ -95,6 +106,33 @@ class HybridSearch(Queries):
                 model = shared_model()
             self._vector_state = (model, VectorIndex(model.name))
         return self._vector_state
+
+    def _vector_graphs(self, embedder: Embedder) -> VectorGraphs:
+        if self._graphs is None:
+            from kbes.projections.vector_graph import VectorGraphs
+
+            pool = self.views.database.datastore.pool
+            in_memory = pool.is_sqlite_memory_mode or getattr(pool, "synchronous", "") == "OFF"
+            root = None if in_memory else Path(f"{pool.db_name}.vectors")
+            self._graphs = VectorGraphs(embedder.name, root, self.settings.hnsw_threshold)
+        return self._graphs
+
+    def _prepare_graphs(self, embedder: Embedder, index: VectorIndex) -> None:
+        """Every knowledge base at or above the HNSW threshold gets its graph filled or
+        brought forward and saved now (an import, the bench), not at a search."""
+        graphs = self._vector_graphs(embedder)
+        with self.views.read() as c:
+            c.execute(
+                "SELECT knowledge_base_id FROM vector_articles WHERE content_hash IS NOT NULL "
+                "GROUP BY knowledge_base_id HAVING COUNT(*) >= ?",
+                (graphs.threshold,),
+            )
+            large = [row[0] for row in c.fetchall()]
+        for kb in large:
+            self._refresh(kb, index)
+            base = index.bases[kb]
+            if len(base) >= graphs.threshold:
+                graphs.ready(kb, base, index.hashes, (index.changed, index.embedded), wait=True)
 
     def _sync_vectors(self) -> None:
         """The vector projection brought to the article view (one transaction)."""

@@ -31,6 +31,8 @@ SEARCH_ENV = "KBES_SEARCH"
 SEARCH_MODES = ("keyword", "hybrid")
 """How search ranks: by words alone, or words and meaning fused (docs/search.md)."""
 VIEWS_ENV = "KBES_VIEWS"
+HNSW_THRESHOLD_ENV = "KBES_HNSW_THRESHOLD"
+DEFAULT_HNSW_THRESHOLD = 20_000
 """Path of this process's local views file (SQLite) when the log is in PostgreSQL."""
 
 PASSED_ON = ("POSTGRES_", "KBES_POSTGRES_")
@@ -75,6 +77,9 @@ class Settings:
     """The local views file beside a PostgreSQL log (`KBES_VIEWS`); None: a cache file."""
     search: str = "keyword"
     """`keyword` or `hybrid` (`--search`, `KBES_SEARCH`); hybrid needs the `semantic` extra."""
+    hnsw_threshold: int = DEFAULT_HNSW_THRESHOLD
+    """Vectors in one knowledge base from which hybrid search asks its HNSW index instead of
+    searching exactly (`KBES_HNSW_THRESHOLD`; docs/search.md)."""
     environ: Mapping[str, str] = field(default_factory=dict, repr=False, compare=False)
     """The variables a PostgreSQL log takes from the environment (`PASSED_ON`), as read."""
 
@@ -97,6 +102,8 @@ class Settings:
         synchronous_mode(self.synchronous)
         if self.search not in SEARCH_MODES:
             raise _bad_search(self.search)
+        if self.hnsw_threshold < 1:
+            raise _bad_hnsw_threshold(str(self.hnsw_threshold))
 
     @classmethod
     def read(
@@ -120,6 +127,7 @@ class Settings:
             synchronous=synchronous_mode(synchronous),
             views=os.fspath(views) if views is not None else environ.get(VIEWS_ENV) or None,
             search=search_mode(search if search is not None else environ.get(SEARCH_ENV)),
+            hnsw_threshold=read_hnsw_threshold(environ.get(HNSW_THRESHOLD_ENV)),
             environ={
                 name: value
                 for name, value in environ.items()
@@ -228,6 +236,25 @@ def search_mode(value: str | None) -> str:
     if mode not in SEARCH_MODES:
         raise _bad_search(value)
     return mode
+
+
+def read_hnsw_threshold(value: str | None) -> int:
+    """The HNSW threshold in vectors: `value`, else the default; at least 1."""
+    text = (value or "").strip().replace("_", "")
+    if not text:
+        return DEFAULT_HNSW_THRESHOLD
+    threshold = int(text) if text.isascii() and text.isdigit() else 0
+    if threshold < 1:
+        raise _bad_hnsw_threshold(value or "")
+    return threshold
+
+
+def _bad_hnsw_threshold(text: str) -> BadSetting:
+    return BadSetting(
+        HNSW_THRESHOLD_ENV,
+        f"{HNSW_THRESHOLD_ENV}={text!r} must be a whole number of vectors, at least 1 "
+        f"(default {DEFAULT_HNSW_THRESHOLD:,})",
+    )
 
 
 def _bad_search(value: str | None) -> BadSetting:
