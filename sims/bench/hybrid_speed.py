@@ -126,8 +126,6 @@ def measure_hybrid_speed(report: Report, workdir: Path, progress: Progress) -> N
 def _graph_recall(report: Report, store: Any, kb: str, queries: list[str]) -> None:
     """Row 12f: of exact search's top 10, the share the HNSW graph's top 10 holds, over the
     store's queries, at the graph's search breadth (projections/vector_graph.py)."""
-    from kbes.projections.vector_graph import EXPANSION_SEARCH
-
     embedder, index = store._vectors()
     base = index.bases[kb]
     graphs = store._graphs
@@ -144,7 +142,7 @@ def _graph_recall(report: Report, store: Any, kb: str, queries: list[str]) -> No
         Row(
             "12f",
             f"HNSW recall@10 against exact search, {len(base):,} clustered synthetic vectors, "
-            f"expansion_search {EXPANSION_SEARCH}",
+            f"expansion_search {graph.index.expansion_search}",
             "",
             Stat.of([sum(found) / len(found)]),
             note=f"{len(found)} queries",
