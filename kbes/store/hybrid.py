@@ -94,6 +94,26 @@ class HybridSearch(Queries):
             with self.views.read() as c:
                 return vectors.count_pending(c, embedder.name)
 
+    def graph_recall(
+        self, knowledge_base_id: UUID | str, queries: list[str], k: int = 10
+    ) -> tuple[float, int, int] | None:
+        """(recall@k of the HNSW graph against exact search over `queries`, vectors, search
+        breadth) of a knowledge base a search has brought its graph to; None without one.
+        For bench row 12f: the graph's cost in answers, on the same vectors."""
+        kb = str(self._knowledge_base_uuid(knowledge_base_id))
+        embedder, index = self._vectors()
+        graph = None if self._graphs is None else self._graphs.graphs.get(kb)
+        if graph is None or not queries:
+            return None
+        with self._vector_lock:
+            base = index.bases[kb]
+            found = []
+            for vector in embedder.embed(queries):
+                exact = {a for a, _ in base.search(vector, k)}
+                near = {a for a, _ in graph.search(vector, k, base)}
+                found.append(len(exact & near) / max(len(exact), 1))
+            return sum(found) / len(found), len(base), int(graph.index.expansion_search)
+
     # Parts ------------------------------------------------------------------------------------
 
     def _vectors(self) -> tuple[Embedder, VectorIndex]:
