@@ -1,8 +1,8 @@
 """Views damaged under a running server (issue 13, defect 4): the `view_articles` table, the
-search index, the tracking rows or table dropped from outside by `sqlite3`. The server answers
-the next read and search as a fresh process would, rebuilding the views from the log, and so
-does a fresh process that finds them damaged; never internal_error until a restart, never
-not_found for what the log holds."""
+record of changes for search, the tracking rows or table dropped from outside by `sqlite3`.
+The server answers the next read and search as a fresh process would, rebuilding the views
+from the log, and so does a fresh process that finds them damaged; never internal_error until
+a restart, never not_found for what the log holds."""
 
 from __future__ import annotations
 
@@ -21,11 +21,11 @@ pytestmark = pytest.mark.slow
 
 DAMAGE = {
     "view_articles": "DROP TABLE view_articles",
-    "search index": "DROP TABLE search_index",
+    "keyword changes": "DROP TABLE keyword_changes",
     "tracking rows": "DELETE FROM tracking",
     "tracking table": "DROP TABLE tracking",
     "every view": "DROP TABLE view_articles; DROP TABLE view_article_versions; "
-    "DROP TABLE view_knowledge_bases; DROP TABLE search_index; DROP TABLE tracking",
+    "DROP TABLE view_knowledge_bases; DROP TABLE keyword_changes; DROP TABLE tracking",
 }
 
 
