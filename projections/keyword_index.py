@@ -85,9 +85,6 @@ class KeywordIndexes:
         self.wait_seconds = wait_seconds
         self.lock = threading.Lock()
         self.open: dict[str, tantivy.Index] = {}
-        self.kept: dict[str, tantivy.IndexWriter] = {}
-        """An in-memory index's writer, kept open: no other process can see that index, and a
-        writer opened per commit costs several times the commit (docs/performance.md)."""
         self.searchers: dict[str, tuple[str, int, tantivy.Searcher]] = {}
         """Per knowledge base, the views id and position this process's searcher is known to
         reflect (a commit, or no change since one): no reload until the views move on."""
@@ -205,17 +202,10 @@ class KeywordIndexes:
     def _writer(
         self, kb: str, index: tantivy.Index, *, bulk: bool = False
     ) -> Iterator[tantivy.IndexWriter | None]:
-        """The index's writer, or None while another process holds it."""
-        if self.root is None:
-            writer = self.kept.get(kb)
-            if writer is None:
-                writer = self.kept[kb] = index.writer(WRITER_HEAP, 1)
-            try:
-                yield writer
-            except BaseException:
-                writer.rollback()
-                raise
-            return
+        """The index's writer, or None while another process holds it. Opened for one commit
+        and released only once its merges end, in memory too: BM25 counts the documents of
+        segments not yet merged away, so a merge left running would make the ranking depend on
+        when it finished, and `kbes sim` promises the same figures on every run."""
         try:
             writer = index.writer(BULK_HEAP if bulk else WRITER_HEAP, 0 if bulk else 1)
         except ValueError as e:
