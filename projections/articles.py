@@ -53,7 +53,6 @@ INDEXES = (
 
 SCHEMA = (*tables(), *INDEXES)
 
-VIEW_TABLES = ("view_knowledge_bases", "view_articles", "view_article_versions")
 TABLES = ("view_knowledge_bases", "view_articles", "view_article_versions")
 
 REPLAY_INDEXES = ("view_article_versions_by_time",)

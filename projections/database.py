@@ -39,6 +39,16 @@ class ViewsDatabase(SQLiteTrackingRecorder):
         self.lock = threading.Lock()
         """Held by this process's one writer of the views at a time (catch-up, switch, drop)."""
 
+    def fetch(self, statement: str, params: Sequence[Any]) -> list[Any]:
+        """The rows of one SELECT: a lone statement where the datastore runs one, else inside
+        a read transaction."""
+        rows = self.select.query(statement, params)
+        if rows is not None:
+            return rows
+        with self.read() as c:
+            c.execute(statement, params)
+            return list(c.fetchall())
+
     def tracking_statements(self) -> list[str]:
         """The tracking table only (eventsourcing's)."""
         return super().construct_create_table_statements()

@@ -90,8 +90,9 @@ class KeywordIndexes:
         reflect (a commit, or no change since one): no reload until the views move on."""
 
     def source(self) -> str:
-        """The id of the views the indexes follow: one lone SELECT, made once per file."""
-        rows = self.database.select.query(f"SELECT id FROM {SOURCE_TABLE}", ())
+        """The id of the views the indexes follow: one lone SELECT, and a write only for views
+        that have none yet."""
+        rows = self.database.fetch(f"SELECT id FROM {SOURCE_TABLE}", ())
         if rows:
             return str(rows[0][0])
         with self.database.write() as c:
@@ -163,7 +164,7 @@ class KeywordIndexes:
             self.searchers[kb] = (source, head, searcher)
             return searcher
         while position < head:
-            with self._writer(kb, index, bulk=position == 0) as writer:
+            with self._writer(index, bulk=position == 0) as writer:
                 if writer is not None:
                     index.reload()
                     position = K.read_position(index.searcher(), source)
@@ -187,20 +188,17 @@ class KeywordIndexes:
         return searcher
 
     def _changed(self, kb: str, position: int, head: int) -> bool:
-        statement = (
-            "SELECT 1 FROM keyword_changes WHERE knowledge_base_id = ? AND position > ? "
-            "AND position <= ? LIMIT 1"
+        return bool(
+            self.database.fetch(
+                "SELECT 1 FROM keyword_changes WHERE knowledge_base_id = ? AND position > ? "
+                "AND position <= ? LIMIT 1",
+                (kb, position, head),
+            )
         )
-        rows = self.database.select.query(statement, (kb, position, head))
-        if rows is not None:
-            return bool(rows)
-        with self.database.read() as c:
-            c.execute(statement, (kb, position, head))
-            return c.fetchone() is not None
 
     @contextmanager
     def _writer(
-        self, kb: str, index: tantivy.Index, *, bulk: bool = False
+        self, index: tantivy.Index, *, bulk: bool = False
     ) -> Iterator[tantivy.IndexWriter | None]:
         """The index's writer, or None while another process holds it. Opened for one commit
         and released only once its merges end, in memory too: BM25 counts the documents of

@@ -74,6 +74,16 @@ class Corpus:
 # Building stores ----------------------------------------------------------------------------
 
 
+def publish_generated(loader: KnowledgeBaseStore, kb: str, count: int, corpus: Corpus) -> list[str]:
+    """`count` generated articles saved and published in `kb`, 2,000 a batch; their titles."""
+    titles: list[str] = []
+    while len(titles) < count:
+        drafts = corpus.drafts(min(2000, count - len(titles)))
+        loader.add_articles(kb, drafts, publish=True)
+        titles += [title for title, _ in drafts]
+    return titles
+
+
 def bulk_store(path: Path) -> KnowledgeBaseStore:
     """A store for loading a throwaway dataset: synchronous=OFF (a power cut could lose it,
     and that is fine here); measurements reopen it at the default durability."""

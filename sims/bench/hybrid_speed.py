@@ -20,7 +20,7 @@ from typing import Any
 
 from kbes import call_tool, open_store
 from kbes.sims.bench.config import Progress
-from kbes.sims.bench.dataset import Corpus, bulk_store
+from kbes.sims.bench.dataset import Corpus, bulk_store, publish_generated
 from kbes.sims.bench.results import Report, Row, Stat
 from kbes.sims.bench.timing import latencies_ms, percentile
 
@@ -78,11 +78,7 @@ def measure_hybrid_speed(report: Report, workdir: Path, progress: Progress) -> N
         progress(f"row 12: {size:,} published articles (building)")
         loader = bulk_store(path)
         kb = str(loader.create_knowledge_base("hybrid"))
-        titles: list[str] = []
-        while len(titles) < size:
-            drafts = corpus.drafts(min(2000, size - len(titles)))
-            loader.add_articles(kb, drafts, publish=True)
-            titles += [title for title, _ in drafts]
+        titles = publish_generated(loader, kb, size, corpus)
         loader.close()
         store = open_store(path, search="hybrid", embedder=SyntheticEmbedder())
         words = open_store(path)

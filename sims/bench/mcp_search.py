@@ -20,7 +20,7 @@ from mcp import Client, StdioServerParameters, stdio_client
 
 from kbes.sims.bench.commands import kbes_command
 from kbes.sims.bench.config import Progress
-from kbes.sims.bench.dataset import Corpus, bulk_store
+from kbes.sims.bench.dataset import Corpus, bulk_store, publish_generated
 from kbes.sims.bench.results import Report, Row, Stat
 from kbes.sims.bench.timing import percentile
 
@@ -36,11 +36,7 @@ def build(path: Path, articles: int, corpus: Corpus) -> tuple[str, list[str]]:
     loader = bulk_store(path)
     try:
         kb = str(loader.create_knowledge_base("mcp search"))
-        titles: list[str] = []
-        while len(titles) < articles:
-            drafts = corpus.drafts(min(2000, articles - len(titles)))
-            loader.add_articles(kb, drafts, publish=True)
-            titles += [title for title, _ in drafts]
+        titles = publish_generated(loader, kb, articles, corpus)
         loader.catch_up()
     finally:
         loader.close()
