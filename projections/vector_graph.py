@@ -44,6 +44,10 @@ CONNECTIVITY = 16
 SAVE_EVERY = 1_000
 """Changes a process applies to a loaded graph before it saves it again."""
 BUILD_THREADS = 2
+PARALLEL_FROM = 10_000
+"""Vectors one add must hold before it is shared among `BUILD_THREADS`: inserts racing in a
+small graph can leave a vector no search reaches (seen in tests/test_vector_graph.py's graph of
+200), and below this one thread adds them in about two seconds."""
 MAGIC = b"KBES-HNSW-1\n"
 
 
@@ -118,7 +122,9 @@ class VectorGraph:
             self.index.remove(np.array(removed, dtype=np.uint64))
         if added_keys:
             self.index.add(
-                np.array(added_keys, dtype=np.uint64), np.stack(added_rows), threads=threads
+                np.array(added_keys, dtype=np.uint64),
+                np.stack(added_rows),
+                threads=threads if len(added_keys) >= PARALLEL_FROM else 1,
             )
         changes = len(removed) + len(added_keys)
         self.unsaved += changes
@@ -321,7 +327,7 @@ class VectorGraphs:
                     graph.index.add(
                         np.arange(len(keep), dtype=np.uint64),
                         vectors[keep],
-                        threads=BUILD_THREADS,
+                        threads=BUILD_THREADS if len(keep) >= PARALLEL_FROM else 1,
                     )
                 if path is not None:
                     graph.save(path)
