@@ -74,7 +74,17 @@ def test_quick_bench_prints_and_writes_every_row(tmp_path: Path) -> None:
     assert (
         rows["13-question-p99"]["target"] == "<= 25 ms" and rows["13-question-p99"]["met"] is None
     )
-    for key in ("1a", "2-read-p50-400", "2-question-p99-2000", "3b", "6a", "7", "8", "10c"):
+    for key in (
+        "1a",
+        "2-read-p50-400",
+        "2-question-p99-2000",
+        "2-catch-up-p50-2000",
+        "3b",
+        "6a",
+        "7",
+        "8",
+        "10c",
+    ):
         assert key in result.output
     for key in ("11d", "12a", "13-keyword-p50"):
         assert key in result.output

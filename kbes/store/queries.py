@@ -38,7 +38,7 @@ class Queries(StoreCore):
         self.catch_up()
         return [Hit(*hit) for hit in self.views.search(str(kb), query, limit)]
 
-    def read_article(self, knowledge_base_id: UUID, article_id: UUID | str) -> CurrentArticle:
+    def read_article(self, knowledge_base_id: UUID | str, article_id: UUID | str) -> CurrentArticle:
         """The published article as it stands now. `ArticleNotFound` for an unknown id, a
         draft or another knowledge base's article; `ArticleUnpublished` once unpublished."""
         kb = self._knowledge_base_uuid(knowledge_base_id)

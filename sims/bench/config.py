@@ -22,6 +22,7 @@ class Config:
     read_sizes: tuple[int, ...]
     samples: int
     question_samples: int
+    catch_up_samples: int
     poll_small: int
     poll_large: int
     long_history: int
@@ -55,6 +56,7 @@ class Config:
             samples=1000,
             # A question at 100,000 articles costs FTS5 about 300 ms: 300 of them a run.
             question_samples=300,
+            catch_up_samples=40,
             poll_small=1_000,
             poll_large=1_000_000,
             long_history=10_000,
@@ -88,6 +90,7 @@ class Config:
             read_sizes=(400, 2_000),
             samples=200,
             question_samples=100,
+            catch_up_samples=10,
             poll_small=1_000,
             poll_large=20_000,
             long_history=1_000,
