@@ -6,6 +6,7 @@ timed search of a second store (as another process would) finds it by that word.
 import statistics
 import sys
 import time
+import uuid
 from pathlib import Path
 
 from kbes import open_store
@@ -30,8 +31,9 @@ reader.search(kb, "warm", 10)
 print(f"first search (builds the index if need be): {time.perf_counter() - started:.1f} s")
 ids = [a.article_id for a in reader.articles(kb)[:repeat]]
 times = []
+run = uuid.uuid4().hex[:8]  # a fresh word each run: a save that changes nothing writes nothing
 for i, article_id in enumerate(ids):
-    word = f"zq{i}fresh"
+    word = f"zq{run}{i}fresh"
     _, content = corpus.drafts(1)[0]
     writer.save_article(kb, article_id, content=f"{content} {word}")
     t0 = time.perf_counter()
