@@ -10,6 +10,7 @@ from __future__ import annotations
 import threading
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
+from pathlib import Path
 from typing import Any, Protocol, cast
 
 from eventsourcing.sqlite import SQLiteCursor, SQLiteDatastore, SQLiteTrackingRecorder
@@ -38,6 +39,15 @@ class ViewsDatabase(SQLiteTrackingRecorder):
         self.select = cast(LoneSelect, datastore)
         self.lock = threading.Lock()
         """Held by this process's one writer of the views at a time (catch-up, switch, drop)."""
+
+    def beside(self, suffix: str) -> Path | None:
+        """Where a projection kept outside SQLite lives: a folder beside the views file
+        (`<file><suffix>`); None for in-memory or throwaway (synchronous=OFF) views, whose
+        projections stay in memory too."""
+        pool = self.datastore.pool
+        if pool.is_sqlite_memory_mode or getattr(pool, "synchronous", "") == "OFF":
+            return None
+        return Path(f"{pool.db_name}{suffix}")
 
     def fetch(self, statement: str, params: Sequence[Any]) -> list[Any]:
         """The rows of one SELECT: a lone statement where the datastore runs one, else inside

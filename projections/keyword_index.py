@@ -29,7 +29,6 @@ import time
 import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import tantivy
@@ -79,9 +78,7 @@ class KeywordIndexes:
 
     def __init__(self, database: ViewsDatabase, *, wait_seconds: float = WAIT_SECONDS) -> None:
         self.database = database
-        pool = database.datastore.pool
-        in_memory = pool.is_sqlite_memory_mode or getattr(pool, "synchronous", "") == "OFF"
-        self.root = None if in_memory else Path(f"{pool.db_name}.keyword")
+        self.root = database.beside(".keyword")
         self.wait_seconds = wait_seconds
         self.lock = threading.Lock()
         self.open: dict[str, tantivy.Index] = {}

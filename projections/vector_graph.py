@@ -121,14 +121,14 @@ class VectorGraph:
         if removed:
             self.index.remove(np.array(removed, dtype=np.uint64))
         if added_keys:
-            self.index.add(
-                np.array(added_keys, dtype=np.uint64),
-                np.stack(added_rows),
-                threads=threads if len(added_keys) >= PARALLEL_FROM else 1,
-            )
+            self.add(np.array(added_keys, dtype=np.uint64), np.stack(added_rows), threads)
         changes = len(removed) + len(added_keys)
         self.unsaved += changes
         return changes
+
+    def add(self, keys: Any, rows: Any, threads: int) -> None:
+        """Insert `rows` under `keys`, on `threads` only from `PARALLEL_FROM` rows."""
+        self.index.add(keys, rows, threads=threads if len(keys) >= PARALLEL_FROM else 1)
 
     def search(self, query: Any, limit: int, base: KnowledgeBaseVectors) -> list[tuple[str, float]]:
         """The `limit` nearest articles by the graph, best first, each still a valid vector of
@@ -324,11 +324,7 @@ class VectorGraphs:
                     graph.hashes[article_id] = digest
                 graph.next_key = len(keep)
                 if keep:
-                    graph.index.add(
-                        np.arange(len(keep), dtype=np.uint64),
-                        vectors[keep],
-                        threads=BUILD_THREADS if len(keep) >= PARALLEL_FROM else 1,
-                    )
+                    graph.add(np.arange(len(keep), dtype=np.uint64), vectors[keep], BUILD_THREADS)
                 if path is not None:
                     graph.save(path)
                 with self._lock:

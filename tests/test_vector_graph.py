@@ -118,6 +118,18 @@ print(json.dumps({
 """
 
 
+def second_process(db: Path, kb: str, title: str, content: str) -> Any:
+    """What SECOND_PROCESS reports of its first hybrid search for `title` and `content`."""
+    run = subprocess.run(
+        [sys.executable, "-c", SECOND_PROCESS, str(db), kb, title, content],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=True,
+    )
+    return json.loads(run.stdout)
+
+
 @pytest.mark.slow
 def test_a_second_process_reuses_the_saved_graph_and_brings_it_forward(
     db_path: Path,
@@ -132,38 +144,12 @@ def test_a_second_process_reuses_the_saved_graph_and_brings_it_forward(
     hybrid(db_path).embed_pending()  # embeds the new text, and saves the graph forward
     forward = graph_file(db_path).read_bytes()
     assert forward != saved
-    run = subprocess.run(
-        [sys.executable, "-c", SECOND_PROCESS, str(db_path), kb, title, content],
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=True,
-    )
-    answer = json.loads(run.stdout)
     # A graph at its first search means it was read from the file: filling one takes a thread.
-    assert answer == {
-        "top": new,
-        "graph": True,
-        "filling": False,
-        "size": ARTICLES + 1,
-        "breadth": 256,
-    }
+    loaded = {"top": new, "graph": True, "filling": False, "size": ARTICLES + 1, "breadth": 256}
+    assert second_process(db_path, kb, title, content) == loaded
     # Brought forward in the second process from a file that predates a save.
     graph_file(db_path).write_bytes(saved)
-    run = subprocess.run(
-        [sys.executable, "-c", SECOND_PROCESS, str(db_path), kb, title, content],
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=True,
-    )
-    assert json.loads(run.stdout) == {
-        "top": new,
-        "graph": True,
-        "filling": False,
-        "size": ARTICLES + 1,
-        "breadth": 256,
-    }
+    assert second_process(db_path, kb, title, content) == loaded
 
 
 def test_an_unpublished_article_never_comes_back(db_path: Path) -> None:

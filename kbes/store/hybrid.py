@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 from uuid import UUID
 
@@ -131,9 +130,7 @@ class HybridSearch(Queries):
         if self._graphs is None:
             from kbes.projections.vector_graph import VectorGraphs
 
-            pool = self.views.database.datastore.pool
-            in_memory = pool.is_sqlite_memory_mode or getattr(pool, "synchronous", "") == "OFF"
-            root = None if in_memory else Path(f"{pool.db_name}.vectors")
+            root = self.views.database.beside(".vectors")
             self._graphs = VectorGraphs(embedder.name, root, self.settings.hnsw_threshold)
         return self._graphs
 
