@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import click
 
-from kbes.cli.allocator import limit_arenas
+from kbes.cli.allocator import tune_allocator
 from kbes.cli.article import article
 from kbes.cli.audit import audit_command
 from kbes.cli.bench import bench
@@ -28,7 +28,7 @@ def main() -> None:
     Every command that works on a store takes --db PATH (or KBES_DB); the default is
     ./kbes.sqlite. `kbes sim` and `kbes bench` build throwaway databases of their own.
     """
-    limit_arenas()
+    tune_allocator()
 
 
 main.add_command(kb)
