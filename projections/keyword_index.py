@@ -54,6 +54,14 @@ WRITER_HEAP = 15_000_000
 BULK_HEAP = 48_000_000
 ROW = "article_id, title, content, status, updated_at, seq"
 BUILD_CHUNK = 1000
+DEFER_AT_MOST = 32
+"""A search is answered from the index's last commit while at most this many articles changed
+since, none of whose documents holds any of its terms, as committed or as it now is: the same
+articles match, with the same words and lengths. Only the collection's averages (its document
+count and mean length) lag, as tantivy's already do by deleted documents until a merge. Each
+commit costs a fixed few milliseconds (docs/performance.md), so this spares the searches a
+save cannot change."""
+TERMS_KEPT = 4096
 
 
 def record_changes(c: Any, changed: list[tuple[str, str]], position: int) -> None:
@@ -82,6 +90,8 @@ class KeywordIndexes:
         self.wait_seconds = wait_seconds
         self.lock = threading.Lock()
         self.open: dict[str, tantivy.Index] = {}
+        self.terms: dict[tuple[str, str, int], frozenset[str]] = {}
+        """The terms of an article's document, by views id, article and version."""
         self.searchers: dict[str, tuple[str, int, tantivy.Searcher]] = {}
         """Per knowledge base, the views id and position this process's searcher is known to
         reflect (a commit, or no change since one): no reload until the views move on."""
@@ -124,9 +134,10 @@ class KeywordIndexes:
         return index
 
     def search(self, knowledge_base_id: str, query: str, limit: int, head: int) -> list[K.Hit]:
-        """The top hits once the knowledge base's index reflects the views at `head`."""
+        """The top hits once the knowledge base's index reflects the views at `head`, for the
+        query's words (`DEFER_AT_MOST`)."""
         with self.lock:
-            searcher = self._caught_up(knowledge_base_id, head)
+            searcher = self._caught_up(knowledge_base_id, head, K.query_terms(query))
         return K.search(searcher, query, limit)
 
     def build(self, knowledge_base_ids: list[str], head: int) -> None:
@@ -147,7 +158,9 @@ class KeywordIndexes:
             (d[K.ARTICLE_ID][0], *K.stored(d)) for d in found if d[K.ARTICLE_ID] != [K.POSITION_KEY]
         )
 
-    def _caught_up(self, kb: str, head: int) -> tantivy.Searcher:
+    def _caught_up(self, kb: str, head: int, terms: list[str] | None = None) -> tantivy.Searcher:
+        """The knowledge base's searcher at `head`; for a search of `terms`, the last commit's
+        while no article changed since holds any of them, before or after (`DEFER_AT_MOST`)."""
         index = self.index(kb)
         source = self.source()
         held = self.searchers.get(kb)
@@ -157,9 +170,17 @@ class KeywordIndexes:
         searcher = index.searcher()
         position = K.read_position(searcher, source)
         deadline = time.monotonic() + self.wait_seconds
-        if 0 < position < head and not self._changed(kb, position, head):
-            self.searchers[kb] = (source, head, searcher)
-            return searcher
+        if 0 < position < head:
+            changed = self._changed(kb, position, head)
+            if not changed:
+                self.searchers[kb] = (source, head, searcher)
+                return searcher
+            if (
+                terms
+                and len(changed) <= DEFER_AT_MOST
+                and not self._touched(searcher, source, changed, terms)
+            ):
+                return searcher
         while position < head:
             with self._writer(index, bulk=position == 0) as writer:
                 if writer is not None:
@@ -184,14 +205,44 @@ class KeywordIndexes:
         self.searchers[kb] = (source, position, searcher)
         return searcher
 
-    def _changed(self, kb: str, position: int, head: int) -> bool:
-        return bool(
-            self.database.fetch(
-                "SELECT 1 FROM keyword_changes WHERE knowledge_base_id = ? AND position > ? "
-                "AND position <= ? LIMIT 1",
-                (kb, position, head),
-            )
+    def _changed(self, kb: str, position: int, head: int) -> list[str]:
+        """The articles changed after `position` up to `head`; one more than `DEFER_AT_MOST`
+        at most."""
+        rows = self.database.fetch(
+            "SELECT DISTINCT article_id FROM keyword_changes WHERE knowledge_base_id = ? "
+            "AND position > ? AND position <= ? LIMIT ?",
+            (kb, position, head, DEFER_AT_MOST + 1),
         )
+        return [row[0] for row in rows]
+
+    def _touched(
+        self, searcher: tantivy.Searcher, source: str, changed: list[str], terms: list[str]
+    ) -> bool:
+        """Whether any term is in a changed article's document, as committed or as it now is."""
+        if K.holds_any(searcher, changed, terms):
+            return True
+        wanted = set(terms)
+        marks = ", ".join("?" * len(changed))
+        rows = self.database.fetch(
+            f"SELECT article_id, version FROM view_articles WHERE article_id IN ({marks}) "
+            "AND status = 'published'",
+            changed,
+        )
+        for article_id, version in rows:
+            key = (source, article_id, version)
+            held = self.terms.get(key)
+            if held is None:
+                found = self.database.fetch(
+                    "SELECT title, content FROM view_articles WHERE article_id = ?", (article_id,)
+                )
+                if not found:
+                    return True  # gone since: let the catch-up decide
+                if len(self.terms) >= TERMS_KEPT:
+                    self.terms.clear()
+                held = self.terms[key] = K.document_terms(*found[0])
+            if not wanted.isdisjoint(held):
+                return True
+        return False
 
     @contextmanager
     def _writer(

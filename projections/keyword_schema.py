@@ -3,9 +3,10 @@ articles (docs/performance.md, "the keyword engine", for the choice and its meas
 
 One field ranks: the title written twice and the content, folded and cut as
 kbes.projections.folding folds them, so BM25 weighs the article as one text, as FTS5's bm25 did
-over its weighted columns. tantivy cuts words as `\w+` and lower-cases, which is the whole of
-the folding for ASCII text, so ASCII text goes to it as written; other text is folded in Python
-first (NFKC, case folding, CJK bigrams) and handed over as its words. A query's words are
+over its weighted columns. Python cuts the words (`\w+`, which is the whole of the folding for
+ASCII text; other text is folded first: NFKC, case folding, CJK bigrams) and tantivy is handed
+them one space apart, to lower-case and stem: its own regex tokenizer cut the same words at
+twice the cost of a whitespace split (docs/performance.md). A query's words are
 folded the same way; English and question words are left out of it (a stop list, kept in the
 index), unless nothing else is left. The content is also
 kept, analysed by tantivy, for snippets. The position the index reflects is a document of its
@@ -30,6 +31,9 @@ WORDS, SNIPPETS = "kbes_words", "kbes_snippets"
 MAX_TERMS = 32
 SNIPPET_CHARS = 150
 ELLIPSIS = "…"
+_GAPS = bytes(c for c in range(128) if not (chr(c).isalnum() or c == ord("_")))
+_ASCII_GAPS = bytes.maketrans(_GAPS, b" " * len(_GAPS))
+"""Every ASCII byte `\\w` does not match, to a space: what is left between spaces are the words."""
 
 _STOP_WORDS = (
     "a about above after again against all am an and any are as at be because been before "
@@ -48,7 +52,7 @@ what the whole knowledge base costs, for no ranking gain (docs/performance.md)."
 
 def _analyzers() -> tuple[tantivy.TextAnalyzer, tantivy.TextAnalyzer]:
     words = (
-        tantivy.TextAnalyzerBuilder(tantivy.Tokenizer.regex(r"\w+"))
+        tantivy.TextAnalyzerBuilder(tantivy.Tokenizer.whitespace())
         .filter(tantivy.Filter.remove_long(40))
         .filter(tantivy.Filter.lowercase())
         .filter(tantivy.Filter.ascii_fold())
@@ -102,8 +106,10 @@ def _plain(word: str) -> str:
 
 
 def ranked_text(text: str) -> str:
-    """`text` as the ranking field is given it: ASCII as it is, other text as its words."""
-    return text if text.isascii() else " ".join(tokens(text))
+    """`text` as the ranking field is given it: its words, and spaces between."""
+    if text.isascii():
+        return text.encode("ascii").translate(_ASCII_GAPS).decode("ascii")
+    return " ".join(tokens(text))
 
 
 def tokens(text: str) -> list[str]:
@@ -167,12 +173,30 @@ class Hit(NamedTuple):
     updated_at: str
 
 
+def query_terms(query: str) -> list[str]:
+    """The terms of the ranking field a plain-text query looks for: any of them matches."""
+    return list(dict.fromkeys(t for w in query_words(query) for t in WORDS_ANALYZER.analyze(w)))
+
+
+def document_terms(title: str, content: str) -> frozenset[str]:
+    """The terms of the ranking field the article's document holds."""
+    return frozenset(WORDS_ANALYZER.analyze(ranked_text(f"{title} {content}")))
+
+
+def holds_any(searcher: tantivy.Searcher, article_ids: Sequence[str], terms: Sequence[str]) -> bool:
+    """Whether the searcher's document of any of these articles holds any of these terms."""
+    Occur, Query = tantivy.Occur, tantivy.Query
+    ids = Query.term_set_query(SCHEMA, ARTICLE_ID, list(article_ids))
+    query = Query.boolean_query([(Occur.Must, ids), (Occur.Must, _any(TEXT, terms))])
+    return bool(searcher.search(query, 1, count=False).hits)
+
+
 def search(searcher: tantivy.Searcher, query: str, limit: int) -> list[Hit]:
     """The top `limit` published articles for a plain-text query: any word matches."""
-    words = query_words(query)
-    terms = list(dict.fromkeys(t for w in words for t in WORDS_ANALYZER.analyze(w)))
+    terms = query_terms(query)
     if not terms or limit <= 0:
         return []
+    words = query_words(query)
     built = _any(TEXT, terms)
     found = _top(searcher, built, limit)
     if not found:
@@ -234,4 +258,15 @@ def snippet(content: str, found: tantivy.Snippet) -> str:
     return f"{ELLIPSIS if start > 0 else ''}{text.strip()}{ELLIPSIS if more else ''}"
 
 
-__all__ = ["SCHEMA", "Hit", "document", "position_document", "read_position", "search", "stored"]
+__all__ = [
+    "SCHEMA",
+    "Hit",
+    "document",
+    "document_terms",
+    "holds_any",
+    "position_document",
+    "query_terms",
+    "read_position",
+    "search",
+    "stored",
+]
