@@ -136,9 +136,10 @@ class KeywordIndexes:
     def search(self, knowledge_base_id: str, query: str, limit: int, head: int) -> list[K.Hit]:
         """The top hits once the knowledge base's index reflects the views at `head`, for the
         query's words (`DEFER_AT_MOST`)."""
+        question = K.asked(query)
         with self.lock:
-            searcher = self._caught_up(knowledge_base_id, head, K.query_terms(query))
-        return K.search(searcher, query, limit)
+            searcher = self._caught_up(knowledge_base_id, head, question.terms)
+        return K.search(searcher, question, limit)
 
     def build(self, knowledge_base_ids: list[str], head: int) -> None:
         """Bring each knowledge base's index to `head` now (after a rebuild, which sends every
@@ -233,10 +234,11 @@ class KeywordIndexes:
             held = self.terms.get(key)
             if held is None:
                 found = self.database.fetch(
-                    "SELECT title, content FROM view_articles WHERE article_id = ?", (article_id,)
+                    "SELECT title, content FROM view_articles WHERE article_id = ? AND version = ?",
+                    (article_id, version),
                 )
                 if not found:
-                    return True  # gone since: let the catch-up decide
+                    return True  # changed again since: let the catch-up decide
                 if len(self.terms) >= TERMS_KEPT:
                     self.terms.clear()
                 held = self.terms[key] = K.document_terms(*found[0])

@@ -173,9 +173,17 @@ class Hit(NamedTuple):
     updated_at: str
 
 
-def query_terms(query: str) -> list[str]:
-    """The terms of the ranking field a plain-text query looks for: any of them matches."""
-    return list(dict.fromkeys(t for w in query_words(query) for t in WORDS_ANALYZER.analyze(w)))
+class Asked(NamedTuple):
+    """A plain-text query cut once: its folded words (for the snippets) and the terms of the
+    ranking field it looks for, any of which matches."""
+
+    words: list[str]
+    terms: list[str]
+
+
+def asked(query: str) -> Asked:
+    words = query_words(query)
+    return Asked(words, list(dict.fromkeys(t for w in words for t in WORDS_ANALYZER.analyze(w))))
 
 
 def document_terms(title: str, content: str) -> frozenset[str]:
@@ -191,12 +199,11 @@ def holds_any(searcher: tantivy.Searcher, article_ids: Sequence[str], terms: Seq
     return bool(searcher.search(query, 1, count=False).hits)
 
 
-def search(searcher: tantivy.Searcher, query: str, limit: int) -> list[Hit]:
+def search(searcher: tantivy.Searcher, query: str | Asked, limit: int) -> list[Hit]:
     """The top `limit` published articles for a plain-text query: any word matches."""
-    terms = query_terms(query)
+    words, terms = asked(query) if isinstance(query, str) else query
     if not terms or limit <= 0:
         return []
-    words = query_words(query)
     built = _any(TEXT, terms)
     found = _top(searcher, built, limit)
     if not found:
@@ -260,12 +267,13 @@ def snippet(content: str, found: tantivy.Snippet) -> str:
 
 __all__ = [
     "SCHEMA",
+    "Asked",
     "Hit",
+    "asked",
     "document",
     "document_terms",
     "holds_any",
     "position_document",
-    "query_terms",
     "read_position",
     "search",
     "stored",
