@@ -186,9 +186,11 @@ class KeywordIndexes:
             with self._writer(index, bulk=position == 0) as writer:
                 if writer is not None:
                     index.reload()
-                    position = K.read_position(index.searcher(), source)
+                    searcher = index.searcher()
+                    position = K.read_position(searcher, source)
                     if position < head:
-                        self._apply(writer, kb, position, source, head)
+                        kept = K.positions_held(searcher)
+                        self._apply(writer, kb, position, source, head, kept)
             writer = None  # the last reference: dropping it releases tantivy's lock
             index.reload()
             searcher = index.searcher()
@@ -272,11 +274,18 @@ class KeywordIndexes:
             writer.wait_merging_threads()
 
     def _apply(
-        self, writer: tantivy.IndexWriter, kb: str, position: int, source: str, wanted: int
+        self,
+        writer: tantivy.IndexWriter,
+        kb: str,
+        position: int,
+        source: str,
+        wanted: int,
+        positions: int,
     ) -> None:
         """Bring the index from `position` to the views' position (at least `wanted`, which
-        the caller's views reached), in one commit. Built whole, the rows are read a chunk at a
-        time inside one read transaction, so memory holds a chunk, not the knowledge base."""
+        the caller's views reached), in one commit, beside the `positions` position documents
+        held (`K.POSITIONS_KEPT`). Built whole, the rows are read a chunk at a time inside one
+        read transaction, so memory holds a chunk, not the knowledge base."""
         with self.database.read() as c:
             head = max(self.database.position(c), wanted)
             if position == 0:
@@ -304,7 +313,8 @@ class KeywordIndexes:
                     writer.delete_documents_by_term(K.ARTICLE_ID, article_id)
                     if status == "published":
                         writer.add_document(K.document(article_id, title, content, updated_at, seq))
-        writer.delete_documents_by_term(K.ARTICLE_ID, K.POSITION_KEY)
+        if positions >= K.POSITIONS_KEPT:
+            writer.delete_documents_by_term(K.ARTICLE_ID, K.POSITION_KEY)
         writer.add_document(K.position_document(max(head, 1), source))
         writer.commit()
 

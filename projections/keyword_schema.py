@@ -26,7 +26,12 @@ from kbes.projections import folding
 ARTICLE_ID, TEXT, CONTENT, STORED = ("article_id", "text", "content", "stored")
 SEQ, POSITION, SOURCE = "seq", "position", "source"
 POSITION_KEY = "@position"
-"""The article id of the document holding the log position of the commit (no UUID is it)."""
+"""The article id of the documents holding the log position of a commit (no UUID is it)."""
+POSITIONS_KEPT = 64
+"""Each commit adds a position document and leaves the older ones, newest holding the
+position, until this many are held; then one commit deletes them all. Deleting the last
+commit's at every commit wrote and synced a deletions file in its segment, and the list of
+files again, each time (docs/performance.md)."""
 WORDS, SNIPPETS = "kbes_words", "kbes_snippets"
 MAX_TERMS = 32
 SNIPPET_CHARS = 150
@@ -84,7 +89,7 @@ def schema() -> tantivy.Schema:
     # The title, content and updated_at, stored only: nothing searches them.
     b.add_bytes_field(STORED, stored=True, indexed=False)
     b.add_unsigned_field(SEQ, stored=True)
-    b.add_unsigned_field(POSITION, stored=True)
+    b.add_unsigned_field(POSITION, stored=True, fast=True)
     b.add_text_field(SOURCE, stored=True, tokenizer_name="raw", index_option="basic")
     return b.build()
 
@@ -145,18 +150,27 @@ def stored(doc: tantivy.Document) -> tuple[str, str, str]:
 
 
 def position_document(position: int, source: str) -> tantivy.Document:
-    return tantivy.Document(article_id=POSITION_KEY, position=position, source=source)
+    document = tantivy.Document(article_id=POSITION_KEY, source=source)
+    document.add_unsigned(POSITION, position)  # an int keyword would be signed: the field is not
+    return document
+
+
+_POSITIONS = tantivy.Query.term_query(SCHEMA, ARTICLE_ID, POSITION_KEY)
 
 
 def read_position(searcher: tantivy.Searcher, source: str) -> int:
-    """The log position the searcher's commit reflects; 0 for an empty index or one built
-    beside other views than `source`."""
-    query = tantivy.Query.term_query(SCHEMA, ARTICLE_ID, POSITION_KEY)
-    hits = searcher.search(query, 1, count=False).hits
+    """The log position the searcher's commit reflects (its newest position document); 0 for
+    an empty index or one built beside other views than `source`."""
+    hits = searcher.search(_POSITIONS, 1, count=False, order_by_field=POSITION).hits
     if not hits:
         return 0
     doc = searcher.doc(hits[0][1])
     return int(doc[POSITION][0]) if doc[SOURCE] == [source] else 0
+
+
+def positions_held(searcher: tantivy.Searcher) -> int:
+    """How many position documents the searcher's commit holds, up to `POSITIONS_KEPT`."""
+    return len(searcher.search(_POSITIONS, POSITIONS_KEPT, count=False).hits)
 
 
 def query_words(query: str) -> list[str]:
@@ -274,6 +288,7 @@ __all__ = [
     "document_terms",
     "holds_any",
     "position_document",
+    "positions_held",
     "read_position",
     "search",
     "stored",
