@@ -255,9 +255,13 @@ class KeywordIndexes:
         """The index's writer, or None while another process holds it. Opened for one commit
         and released only once its merges end, in memory too: BM25 counts the documents of
         segments not yet merged away, so a merge left running would make the ranking depend on
-        when it finished, and `kbes sim` promises the same figures on every run."""
+        when it finished, and `kbes sim` promises the same figures on every run. For the same
+        reason an index in memory is built whole on one thread: how the threads split the
+        documents into segments moves which merges purge the deleted ones, and when. On disk
+        it is built on every core."""
+        threads = 0 if bulk and self.root is not None else 1
         try:
-            writer = index.writer(BULK_HEAP if bulk else WRITER_HEAP, 0 if bulk else 1)
+            writer = index.writer(BULK_HEAP if bulk else WRITER_HEAP, threads)
         except ValueError as e:
             if "LockBusy" not in str(e):
                 raise
