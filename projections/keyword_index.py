@@ -190,7 +190,8 @@ class KeywordIndexes:
                     position = K.read_position(searcher, source)
                     if position < head:
                         kept = K.positions_held(searcher)
-                        self._apply(writer, kb, position, source, head, kept)
+                        purge = kept >= K.positions_allowed(searcher.num_docs - kept)
+                        self._apply(writer, kb, position, source, head, purge)
             writer = None  # the last reference: dropping it releases tantivy's lock
             index.reload()
             searcher = index.searcher()
@@ -284,12 +285,12 @@ class KeywordIndexes:
         position: int,
         source: str,
         wanted: int,
-        positions: int,
+        purge: bool,
     ) -> None:
         """Bring the index from `position` to the views' position (at least `wanted`, which
-        the caller's views reached), in one commit, beside the `positions` position documents
-        held (`K.POSITIONS_KEPT`). Built whole, the rows are read a chunk at a time inside one
-        read transaction, so memory holds a chunk, not the knowledge base."""
+        the caller's views reached), in one commit, deleting the position documents held if
+        `purge` (`K.POSITIONS_KEPT`). Built whole, the rows are read a chunk at a time inside
+        one read transaction, so memory holds a chunk, not the knowledge base."""
         with self.database.read() as c:
             head = max(self.database.position(c), wanted)
             if position == 0:
@@ -317,7 +318,7 @@ class KeywordIndexes:
                     writer.delete_documents_by_term(K.ARTICLE_ID, article_id)
                     if status == "published":
                         writer.add_document(K.document(article_id, title, content, updated_at, seq))
-        if positions >= K.POSITIONS_KEPT:
+        if purge:
             writer.delete_documents_by_term(K.ARTICLE_ID, K.POSITION_KEY)
         writer.add_document(K.position_document(max(head, 1), source))
         writer.commit()

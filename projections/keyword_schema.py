@@ -28,10 +28,13 @@ SEQ, POSITION, SOURCE = "seq", "position", "source"
 POSITION_KEY = "@position"
 """The article id of the documents holding the log position of a commit (no UUID is it)."""
 POSITIONS_KEPT = 64
-"""Each commit adds a position document and leaves the older ones, newest holding the
-position, until this many are held; then one commit deletes them all. Deleting the last
-commit's at every commit wrote and synced a deletions file in its segment, and the list of
-files again, each time (docs/performance.md)."""
+POSITIONS_SHARE = 100
+"""Each commit adds a position document and leaves the older ones, the newest holding the
+position, until a commit finds `positions_allowed` held and deletes them all: deleting the last
+commit's at every commit wrote and synced a deletions file in its segment, and the list of files
+again, each time (docs/performance.md). BM25 counts the kept ones among the documents, so they
+are at most one per POSITIONS_SHARE articles, and POSITIONS_KEPT: a knowledge base of fewer
+than twice POSITIONS_SHARE articles deletes the last one at every commit."""
 WORDS, SNIPPETS = "kbes_words", "kbes_snippets"
 MAX_TERMS = 32
 SNIPPET_CHARS = 150
@@ -173,6 +176,11 @@ def positions_held(searcher: tantivy.Searcher) -> int:
     return len(searcher.search(_POSITIONS, POSITIONS_KEPT, count=False).hits)
 
 
+def positions_allowed(articles: int) -> int:
+    """How many position documents an index of this many articles may hold (`POSITIONS_KEPT`)."""
+    return max(1, min(POSITIONS_KEPT, articles // POSITIONS_SHARE))
+
+
 def query_words(query: str) -> list[str]:
     """The query's folded words, stop words left out unless nothing else is left."""
     found = [_plain(t) for t in folding.query_terms(query, 4 * MAX_TERMS)]
@@ -288,6 +296,7 @@ __all__ = [
     "document_terms",
     "holds_any",
     "position_document",
+    "positions_allowed",
     "positions_held",
     "read_position",
     "search",

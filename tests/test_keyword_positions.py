@@ -1,6 +1,7 @@
 """Each commit of a keyword index adds a document holding the log position it reflects and
-leaves the older ones, until `POSITIONS_KEPT` are held and one commit deletes them all: the
-newest is the position, whatever is held. An index in another format is built again."""
+leaves the older ones, until as many are held as the index's size allows (`POSITIONS_KEPT`) and
+one commit deletes them all: the newest is the position, whatever is held. An index in another
+format is built again."""
 
 from __future__ import annotations
 
@@ -27,6 +28,8 @@ def test_the_newest_position_is_read_and_old_ones_are_deleted_together(
     store, kb, monkeypatch
 ) -> None:
     monkeypatch.setattr(K, "POSITIONS_KEPT", 3)
+    monkeypatch.setattr(K, "POSITIONS_SHARE", 1)
+    store.add_articles(kb, [("Other", "Unrelated."), ("Another", "Unrelated.")], publish=True)
     article = str(store.add_article(kb, "Care", "Feed it word0.", publish=True))
     assert ids(store, kb, "word0") == [article]
     counts = [held(store, kb)[0]]
@@ -38,6 +41,16 @@ def test_the_newest_position_is_read_and_old_ones_are_deleted_together(
         counts.append(count)
     assert counts == [1, 2, 3, 1, 2, 3, 1, 2]
     assert ids(store, kb, "word0") == []
+
+
+def test_a_small_knowledge_base_keeps_one_position_document(store, kb) -> None:
+    """BM25 counts the kept documents among the articles: below twice `POSITIONS_SHARE`
+    articles, every commit deletes the last one."""
+    article = str(store.add_article(kb, "Care", "Feed it word0.", publish=True))
+    for n in range(1, 5):
+        store.save_article(kb, article, content=f"Feed it word{n}.")
+        assert ids(store, kb, f"word{n}") == [article]
+        assert held(store, kb) == (1, store.head())
 
 
 def test_an_index_in_another_format_is_built_again(db_path, kb, store) -> None:
