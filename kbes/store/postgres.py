@@ -173,11 +173,15 @@ class PostgresFeedRecorder(AfterInsertEvents, BoundedWait, PostgresApplicationRe
             "ORDER BY p.notification_id"
         ).format(schema=schema, feed=feed, events=events)
 
+    @retry((InterfaceError, OperationalError), max_attempts=LIBRARY_TRIES, wait=LIBRARY_RETRY_WAIT)
     def create_table(self) -> None:
         """Create the types, tables, index and function in one transaction, serialised by an
         advisory lock: eventsourcing's own `create_table` fails when several processes start
         at once on a fresh database (duplicate `pg_type` rows from concurrent CREATE TABLE IF
-        NOT EXISTS; "tuple concurrently updated" from CREATE OR REPLACE FUNCTION)."""
+        NOT EXISTS; "tuple concurrently updated" from CREATE OR REPLACE FUNCTION). Tried as
+        eventsourcing tries its other calls: the pool's wait for a connection is one try's
+        share of POSTGRES_CONNECT_TIMEOUT, which eight processes connecting at once on a busy
+        machine can exceed."""
         with self.datastore.transaction(commit=True) as curs:
             curs.execute("SELECT pg_advisory_xact_lock(%s)", (_CREATE_TABLE_LOCK,))
             for statement in self.sql_create_statements:
