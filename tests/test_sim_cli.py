@@ -217,8 +217,10 @@ def _has_matplotlib() -> bool:
     return True
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(not _has_matplotlib(), reason="the optional 'plot' extra is not installed")
 def test_plot_draws_a_png(tmp_path: Path) -> None:
+    """Slow: matplotlib's first figure on a machine runs `fc-list` to build its font cache."""
     png = tmp_path / "stale.png"
     result = run("staleness", *SMALL, "--jobs", "1", "--plot", str(png))
     assert result.exit_code == 0, result.output
