@@ -1,8 +1,9 @@
-"""kbes.store.internals leans on eventsourcing's private names and copies two of its functions.
-These tests fail when eventsourcing changes under any of them, so an upgrade past the `<9.6` pin
-is caught here rather than silently breaking a save, a snapshot, or the feed index. When one
-fails: read the library's new code, re-measure the entry's bench row, then update the stored
-hash (or the entry) or drop the entry."""
+"""kbes.store.internals leans on eventsourcing's private names and copies two of its functions;
+kbes.store.sqlite and kbes.store.postgres copy three more (`COPIED`). These tests fail when
+eventsourcing changes under any of them, so an upgrade past the `<9.6` pin is caught here rather
+than silently breaking a save, a snapshot, or the feed index. When one fails: read the library's
+new code, re-measure the entry's bench row, then update the stored hash (or the entry) or drop
+the entry."""
 
 from __future__ import annotations
 
@@ -49,6 +50,63 @@ def test_replaced_library_code_is_unchanged(function: Callable[..., Any], expect
         f"eventsourcing's {function.__qualname__} changed: kbes.store.internals copies or "
         "relies on it; re-read it, re-measure, then update kbes.store.internals and this hash"
     )
+
+
+# Copies outside kbes.store.internals, each of the library's public-class code it stands in for
+# (eventsourcing 9.5.6): kbes.store.sqlite's `FeedApplicationRecorder.select_events` fast path and
+# `KbesSQLiteFactory.__init__` (which rebuilds the datastore from the settings the library's
+# factory read), kbes.store.postgres's `PostgresFeedRecorder.create_table`.
+COPIED = [
+    ("eventsourcing.sqlite", "SQLiteAggregateRecorder.select_events", "9f67704c004bbbd4"),
+    ("eventsourcing.sqlite", "SQLiteFactory.__init__", "31a496bb9dab899a"),
+    ("eventsourcing.postgres", "PostgresRecorder.create_table", "112d77b968e2da3c"),
+    ("eventsourcing.postgres", "PostgresRecorder._create_table", "2a02b9fe6d23ddc9"),
+]
+
+
+@pytest.mark.parametrize(("module", "name", "expected"), COPIED, ids=[n for _, n, _ in COPIED])
+def test_copied_library_code_is_unchanged(module: str, name: str, expected: str) -> None:
+    library = pytest.importorskip(module, reason="psycopg not installed")
+    owner, attribute = name.split(".")
+    function = getattr(getattr(library, owner), attribute)
+    assert source_hash(function) == expected, (
+        f"eventsourcing's {name} changed: kbes.store.sqlite or kbes.store.postgres copies or "
+        "rebuilds what it does; re-read it, bring the copy in line (or drop it), then update "
+        "this hash"
+    )
+
+
+def test_the_select_events_fast_path_answers_as_the_library(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The fast path (one prepared statement on a reader connection) gives the events the
+    library's own query gives, after no version and after one."""
+    from eventsourcing.persistence import StoredEvent
+    from eventsourcing.sqlite import SQLiteAggregateRecorder
+
+    from kbes.store.sqlite import FeedApplicationRecorder, KbesSQLiteDatastore
+
+    datastore = KbesSQLiteDatastore(str(tmp_path / "kbes.sqlite"))
+    try:
+        recorder = FeedApplicationRecorder(datastore)
+        recorder.create_table()
+        ids = [uuid4(), uuid4()]
+        recorder.insert_events(
+            [
+                StoredEvent(originator_id=i, originator_version=v, topic=f"t{v}", state=b"s")
+                for i in ids
+                for v in (1, 2, 3)
+            ]
+        )
+        for gt in (None, 0, 1, 3):
+            with monkeypatch.context() as patch:  # the library's path reads in a transaction
+                patch.setattr(datastore, "transaction", None)
+                fast = recorder.select_events(ids[1], gt=gt)
+            library = SQLiteAggregateRecorder.select_events(recorder, ids[1], gt=gt)
+            assert fast == library, gt
+        assert [e.originator_version for e in recorder.select_events(ids[1], gt=1)] == [2, 3]
+    finally:
+        datastore.close()
 
 
 def test_postgres_hook_is_called_inside_the_insert_transaction() -> None:

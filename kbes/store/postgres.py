@@ -181,7 +181,7 @@ class PostgresFeedRecorder(AfterInsertEvents, BoundedWait, PostgresApplicationRe
         NOT EXISTS; "tuple concurrently updated" from CREATE OR REPLACE FUNCTION). Tried as
         eventsourcing tries its other calls: the pool's wait for a connection is one try's
         share of POSTGRES_CONNECT_TIMEOUT, which eight processes connecting at once on a busy
-        machine can exceed."""
+        machine can exceed. A copy of the library's, pinned by tests/test_internals.py."""
         with self.datastore.transaction(commit=True) as curs:
             curs.execute("SELECT pg_advisory_xact_lock(%s)", (_CREATE_TABLE_LOCK,))
             for statement in self.sql_create_statements:

@@ -278,7 +278,8 @@ class FeedApplicationRecorder(SQLiteApplicationRecorder, LogHead):
     ) -> Sequence[StoredEvent]:
         """eventsourcing's select_events; its commonest form (an aggregate's events after a
         version: every edit's fast-forward, every cold load) as one prepared statement on a
-        reader connection, reusing the caller's id instead of parsing one per row."""
+        reader connection, reusing the caller's id instead of parsing one per row. A copy of
+        the library's query, pinned by tests/test_internals.py."""
         datastore = self.datastore
         if (
             lte is None
@@ -369,6 +370,8 @@ class KbesSQLiteFactory(SQLiteFactory):
         return self.datastore
 
     def __init__(self, env: Any) -> None:
+        """The library's datastore, rebuilt as ours from the settings it read (pinned by
+        tests/test_internals.py, so a new setting there is not silently dropped here)."""
         super().__init__(env)
         old: SQLiteDatastore = self.datastore
         self.datastore = KbesSQLiteDatastore(
