@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+import time
 from pathlib import Path
 
 import msgspec
 import pytest
-from racers import RACERS, one_retried_edit, rival_writers, run_racers
+from racers import RACERS, RacerFailed, one_retried_edit, rival_writers, run_racers
 
 from kbes import call_tool, format_timestamp, open_store
 
@@ -67,3 +68,13 @@ def test_eight_retries_of_one_key_write_once(tmp_path: Path) -> None:
     store = open_store(db)
     assert store.head() == head + 2
     store.close()
+
+
+def test_a_racer_that_cannot_open_its_store_reports_why_at_once(tmp_path: Path) -> None:
+    """Not a wait for every racer's answer (120 s) ending in `queue.Empty`: the real error."""
+    not_a_db = tmp_path / "notes.txt"
+    not_a_db.write_text("not a database, and long enough for SQLite to notice that it is not\n")
+    started = time.monotonic()
+    with pytest.raises(RacerFailed, match="file is not a database"):
+        run_racers(str(not_a_db), [{}, {}])
+    assert time.monotonic() - started < 30
