@@ -60,7 +60,12 @@ from kbes.projections.source import StoredRow
 from kbes.store.feed import LogHead
 from kbes.store.internals import AfterInsertEvents
 from kbes.store.postgres_url import VIEWS_LOCK_TIMEOUT
-from kbes.store.settings import VIEWS_ENV, read_lock_timeout
+from kbes.store.settings import (
+    STARTUP_TIMEOUT_ENV,
+    VIEWS_ENV,
+    read_lock_timeout,
+    read_startup_timeout,
+)
 from kbes.store.sqlite import FEED_KWARG, FEED_TABLE, KbesSQLiteDatastore
 from kbes.store.views_file import claim_views, views_path
 
@@ -335,13 +340,45 @@ class KbesPostgresFactory(PostgresFactory):
         # server came back long before the pool tried again). A call then starts a fresh
         # attempt at once, so a server back up is used within seconds.
         self.wait = float(pool.timeout)
-        cast(dict[str, Any], pool.kwargs)["connect_timeout"] = max(1, round(self.wait))
-        pool.reconnect_timeout = self.wait
+        self.startup_wait = max(
+            self.wait, float(read_startup_timeout(self.env.get(STARTUP_TIMEOUT_ENV)))
+        )
+        self._follow(pool, self.wait)
         pool.timeout = wait_per_try(self.wait)
+        self._reached = False
         self._views_datastore: KbesSQLiteDatastore | None = None
         self._recorder: PostgresFeedRecorder | None = None
 
+    @staticmethod
+    def _follow(pool: Any, wait: float) -> None:
+        cast(dict[str, Any], pool.kwargs)["connect_timeout"] = max(1, round(wait))
+        pool.reconnect_timeout = wait
+
+    def reach_the_log(self) -> None:
+        """Opening a store: wait for a first connection up to the start-up budget
+        (KBES_STARTUP_TIMEOUT, or POSTGRES_CONNECT_TIMEOUT if longer) in one wait, connects and
+        reconnections following it too; then every call is bound by the outage budget. Shared
+        over eventsourcing's ten tries, the outage budget gives a try 0.12 s by default, which a
+        new connection on a busy machine can exceed."""
+        if self._reached:
+            return
+        pool = self.datastore.pool
+        self._follow(pool, self.startup_wait)
+        try:
+            pool.open()
+            with pool.connection(timeout=self.startup_wait):
+                pass
+        except PoolTimeout as e:
+            raise Unavailable(
+                f"the store got no connection to its PostgreSQL log within {self.startup_wait:g} "
+                f"s of opening ({STARTUP_TIMEOUT_ENV}): the server is down or unreachable ({e})"
+            ) from e
+        finally:
+            self._follow(pool, self.wait)
+        self._reached = True
+
     def aggregate_recorder(self, purpose: str = "events") -> AggregateRecorder:
+        self.reach_the_log()
         recorder = super().aggregate_recorder(purpose)
         if isinstance(recorder, BoundedWait):
             recorder.wait = self.wait
@@ -349,6 +386,7 @@ class KbesPostgresFactory(PostgresFactory):
 
     def application_recorder(self) -> PostgresFeedRecorder:
         """eventsourcing's, on the events table kbes names (`EVENTS_TABLE`)."""
+        self.reach_the_log()
         recorder = PostgresFeedRecorder(self.datastore, events_table_name=EVENTS_TABLE)
         recorder.wait = self.wait
         if self.env_create_table():

@@ -9,7 +9,7 @@ from urllib.parse import parse_qsl, unquote, urlsplit
 
 from eventsourcing.utils import get_topic
 
-from kbes.store.settings import VIEWS_ENV, Settings
+from kbes.store.settings import STARTUP_TIMEOUT_ENV, VIEWS_ENV, Settings
 from kbes.store.urls import redact
 
 URL_SCHEMES = ("postgresql", "postgres")
@@ -86,6 +86,7 @@ def postgres_env(url: str, settings: Settings | None = None) -> dict[str, str]:
         **found,
         **{f"KBES_{key}": value for key, value in found.items()},
         VIEWS_LOCK_TIMEOUT: str(settings.lock_timeout),
+        STARTUP_TIMEOUT_ENV: str(settings.startup_timeout),
     }
     # eventsourcing insists on a user and a password setting; fall back as libpq would.
     if not setting("POSTGRES_USER", env):

@@ -25,6 +25,11 @@ CONNECT_TIMEOUT_ENV = "POSTGRES_CONNECT_TIMEOUT"
 DEFAULT_CONNECT_TIMEOUT = 3
 """Seconds a call waits for a connection to a PostgreSQL log before it is refused as
 `unavailable` (eventsourcing's own setting, whose default is 30, tried 10 times)."""
+STARTUP_TIMEOUT_ENV = "KBES_STARTUP_TIMEOUT"
+DEFAULT_STARTUP_TIMEOUT = 10
+"""Seconds opening a store waits for its first connection to a PostgreSQL log, in one wait:
+not shared over eventsourcing's tries as a call's `POSTGRES_CONNECT_TIMEOUT` is, since on a
+busy machine a new connection can take longer than one try's share (0.12 s by default)."""
 SYNCHRONOUS_ENV = "KBES_SQLITE_SYNCHRONOUS"
 SYNCHRONOUS_MODES = ("FULL", "NORMAL", "OFF", "EXTRA")
 SEARCH_ENV = "KBES_SEARCH"
@@ -71,6 +76,9 @@ class Settings:
     """Whole seconds a call waits for a connection to a PostgreSQL log, then `unavailable`
     (`POSTGRES_CONNECT_TIMEOUT` or `KBES_POSTGRES_CONNECT_TIMEOUT`; the URL's
     `connect_timeout=` wins)."""
+    startup_timeout: int = DEFAULT_STARTUP_TIMEOUT
+    """Whole seconds opening a store waits for its first connection to a PostgreSQL log
+    (`KBES_STARTUP_TIMEOUT`), or `connect_timeout` if that is longer."""
     synchronous: str = "FULL"
     """SQLite's `synchronous` pragma for the log (`KBES_SQLITE_SYNCHRONOUS`)."""
     views: str | None = None
@@ -99,6 +107,8 @@ class Settings:
             raise _bad_lock_timeout(str(self.lock_timeout))
         if self.connect_timeout < 1:
             raise _bad_connect_timeout(CONNECT_TIMEOUT_ENV, str(self.connect_timeout))
+        if self.startup_timeout < 1:
+            raise _bad_startup_timeout(str(self.startup_timeout))
         synchronous_mode(self.synchronous)
         if self.search not in SEARCH_MODES:
             raise _bad_search(self.search)
@@ -124,6 +134,7 @@ class Settings:
             limits=read_limits(environ),
             lock_timeout=read_lock_timeout(environ.get(LOCK_TIMEOUT_ENV)),
             connect_timeout=read_connect_timeout(environ),
+            startup_timeout=read_startup_timeout(environ.get(STARTUP_TIMEOUT_ENV)),
             synchronous=synchronous_mode(synchronous),
             views=os.fspath(views) if views is not None else environ.get(VIEWS_ENV) or None,
             search=search_mode(search if search is not None else environ.get(SEARCH_ENV)),
@@ -219,6 +230,25 @@ def _bad_connect_timeout(variable: str, text: str) -> BadSetting:
         variable,
         f"{variable}={text!r} must be a whole number of seconds, at least 1 "
         f"(default {DEFAULT_CONNECT_TIMEOUT})",
+    )
+
+
+def read_startup_timeout(value: str | None) -> int:
+    """The PostgreSQL start-up budget in whole seconds: `value`, else the default; at least 1."""
+    text = (value or "").strip()
+    if not text:
+        return DEFAULT_STARTUP_TIMEOUT
+    seconds = int(text) if text.isascii() and text.isdigit() else 0
+    if seconds < 1:
+        raise _bad_startup_timeout(text)
+    return seconds
+
+
+def _bad_startup_timeout(text: str) -> BadSetting:
+    return BadSetting(
+        STARTUP_TIMEOUT_ENV,
+        f"{STARTUP_TIMEOUT_ENV}={text!r} must be a whole number of seconds, at least 1 "
+        f"(default {DEFAULT_STARTUP_TIMEOUT})",
     )
 
 
