@@ -270,12 +270,13 @@ async def test_a_save_in_another_process_rings_only_granted_current_listeners(
     db, data, env = backend
     writer_env = {"KBES_VIEWS": str(tmp_path / "views-writer.sqlite")} if env else {}
     article = article_uri(data.kb, data.password)
+    marker = article_uri(data.kb, data.billing)  # every listener hears it, after the rest
     heard: dict[str, list[tuple[float, str]]] = {"article": [], "kb": [], "other": [], "draft": []}
     asked = {
-        "article": [article],
-        "kb": [knowledge_base_uri(data.kb)],
-        "other": [article_uri(data.other_kb, data.other_article)],
-        "draft": [article_uri(data.kb, data.draft)],
+        "article": [article, marker],
+        "kb": [knowledge_base_uri(data.kb), marker],
+        "other": [article_uri(data.other_kb, data.other_article), marker],
+        "draft": [article_uri(data.kb, data.draft), marker],
     }
     async with (
         connect(transport, db, data, tmp_path, env) as client,
@@ -310,13 +311,25 @@ async def test_a_save_in_another_process_rings_only_granted_current_listeners(
         with anyio.fail_after(5):
             while not heard["article"] or not heard["kb"]:
                 await anyio.sleep(0.01)
-        await anyio.sleep(1.0)  # time enough for a wrong ring to arrive
+        # A later save that rings everyone: a wrong ring of the saves above comes before it.
+        await anyio.to_thread.run_sync(
+            save, db, data.kb, data.billing, "Invoices go out on the 1st.", writer_env
+        )
+        with anyio.fail_after(10):
+            while not all(any(uri == marker for _, uri in rings) for rings in heard.values()):
+                await anyio.sleep(0.01)
         tasks.cancel_scope.cancel()
 
-    assert [uri for _, uri in heard["article"]] == [article]
+    before = {name: before_marker(rings, marker) for name, rings in heard.items()}
+    kb = knowledge_base_uri(data.kb)
+    assert before == {"article": [article], "kb": [kb], "other": [], "draft": []}
     assert heard["article"][0][0] - saved_at < 1.0
-    assert [uri for _, uri in heard["kb"]] == [knowledge_base_uri(data.kb)]
-    assert heard["other"] == [] and heard["draft"] == []
+
+
+def before_marker(rings: list[tuple[float, str]], marker: str) -> list[str]:
+    """The URIs a listener heard before the marker's ring."""
+    uris = [uri for _, uri in rings]
+    return uris[: uris.index(marker)]
 
 
 @pytest.mark.parametrize("transport", ["stdio", "http"])
@@ -332,6 +345,15 @@ async def test_handshake_era_clients_subscribe_with_the_same_rules(
             heard.append((time.monotonic(), message.params.uri))
 
     article = article_uri(data.kb, data.password)
+    marker = article_uri(data.kb, data.billing)
+
+    async def marker_save(content: str, rings: int) -> None:
+        """A later save that rings: a wrong ring of the saves before it comes before it."""
+        await anyio.to_thread.run_sync(save, db, data.kb, data.billing, content)
+        with anyio.fail_after(10):
+            while [uri for _, uri in heard].count(marker) < rings:
+                await anyio.sleep(0.01)
+
     async with connect(transport, db, data, tmp_path, mode="legacy", message_handler=messages) as (
         client
     ):
@@ -344,6 +366,7 @@ async def test_handshake_era_clients_subscribe_with_the_same_rules(
                 article,
                 article_uri(data.other_kb, data.other_article),
                 article_uri(data.kb, data.draft),
+                marker,
             ):
                 await client.subscribe_resource(uri)
         await anyio.to_thread.run_sync(save, db, data.kb, data.draft, "Draft edit.")
@@ -355,12 +378,12 @@ async def test_handshake_era_clients_subscribe_with_the_same_rules(
         with anyio.fail_after(5):
             while not heard:
                 await anyio.sleep(0.01)
-        await anyio.sleep(1.0)
+        await marker_save("Invoices go out on the 1st.", 1)
         # Unsubscribed: no more rings.
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", MCPDeprecationWarning)
             await client.unsubscribe_resource(article)
         await anyio.to_thread.run_sync(save, db, data.kb, data.password, "From Settings.")
-        await anyio.sleep(1.0)
-    assert [uri for _, uri in heard] == [article]
+        await marker_save("Invoices go out on the 2nd.", 2)
+    assert [uri for _, uri in heard] == [article, marker, marker]
     assert heard[0][0] - saved_at < 1.0
