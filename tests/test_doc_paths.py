@@ -67,12 +67,12 @@ def resolves(dotted: str) -> bool:
 
 
 def repository_files() -> set[str]:
-    names: set[str] = set()
-    for _, subfolders, files in os.walk(ROOT):
-        subfolders[:] = [
-            s for s in subfolders if s not in SKIPPED_FOLDERS and not s.startswith("venv")
-        ]
-        names.update(files)
+    """The names of the files in the repository's own folders (no virtualenv, no build)."""
+    names = {path.name for path in ROOT.iterdir() if path.is_file()}
+    for top in TOPS:
+        for _, subfolders, files in os.walk(ROOT / top):
+            subfolders[:] = [s for s in subfolders if s not in SKIPPED_FOLDERS]
+            names.update(files)
     return names
 
 
