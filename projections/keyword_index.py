@@ -3,7 +3,7 @@ caught up from the views when a search of that knowledge base needs it.
 
 Why one index per knowledge base: a question's common words match most of its articles, and a
 shared index with the knowledge base as a filter term paid for the other knowledge bases' rows
-at p99 (docs/performance.md). Each index lives in `<views file>.keyword/<knowledge base id>/`;
+at p99 (docs/decisions.md). Each index lives in `<views file>.keyword/<knowledge base id>/`;
 in memory for an in-memory or throwaway (synchronous=OFF) views database.
 
 What to apply: the views record, in the transaction that folds a batch, which articles of which

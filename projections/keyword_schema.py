@@ -1,5 +1,5 @@
 r"""The keyword engine's documents and queries: a tantivy index of one knowledge base's published
-articles (docs/performance.md, "the keyword engine", for the choice and its measurements).
+articles (docs/decisions.md for the choice and its measurements, docs/performance.md for its costs).
 
 One field ranks: the title written twice and the content, folded and cut as
 kbes.projections.folding folds them, so BM25 weighs the article as one text, as FTS5's bm25 did
@@ -55,7 +55,7 @@ _STOP_WORDS = (
 )
 STOP = frozenset(_STOP_WORDS.split())
 """English and question words: a question's common words match nearly every article and cost
-what the whole knowledge base costs, for no ranking gain (docs/performance.md)."""
+what the whole knowledge base costs, for no ranking gain (docs/decisions.md)."""
 
 
 def _analyzers() -> tuple[tantivy.TextAnalyzer, tantivy.TextAnalyzer]:
