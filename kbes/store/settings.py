@@ -104,11 +104,15 @@ class Settings:
     def __post_init__(self) -> None:
         if self.lock_timeout < 1:
             # SQLite takes no zero here (eventsourcing reads 0 as its own default).
-            raise _bad_lock_timeout(str(self.lock_timeout))
+            raise _bad_seconds(LOCK_TIMEOUT_ENV, str(self.lock_timeout), DEFAULT_LOCK_TIMEOUT)
         if self.connect_timeout < 1:
-            raise _bad_connect_timeout(CONNECT_TIMEOUT_ENV, str(self.connect_timeout))
+            raise _bad_seconds(
+                CONNECT_TIMEOUT_ENV, str(self.connect_timeout), DEFAULT_CONNECT_TIMEOUT
+            )
         if self.startup_timeout < 1:
-            raise _bad_startup_timeout(str(self.startup_timeout))
+            raise _bad_seconds(
+                STARTUP_TIMEOUT_ENV, str(self.startup_timeout), DEFAULT_STARTUP_TIMEOUT
+            )
         synchronous_mode(self.synchronous)
         if self.search not in SEARCH_MODES:
             raise _bad_search(self.search)
@@ -200,15 +204,15 @@ def read_lock_timeout(value: str | None) -> int:
     except ValueError:
         seconds = 0
     if seconds < 1:
-        raise _bad_lock_timeout(text)
+        raise _bad_seconds(LOCK_TIMEOUT_ENV, text, DEFAULT_LOCK_TIMEOUT)
     return seconds
 
 
-def _bad_lock_timeout(text: str) -> BadSetting:
+def _bad_seconds(variable: str, text: str, default: int) -> BadSetting:
+    """The one refusal of a setting that must be a whole number of seconds, at least 1."""
     return BadSetting(
-        LOCK_TIMEOUT_ENV,
-        f"{LOCK_TIMEOUT_ENV}={text!r} must be a whole number of seconds, at least 1 "
-        f"(default {DEFAULT_LOCK_TIMEOUT})",
+        variable,
+        f"{variable}={text!r} must be a whole number of seconds, at least 1 (default {default})",
     )
 
 
@@ -220,17 +224,9 @@ def read_connect_timeout(environ: Mapping[str, str]) -> int:
         if text:
             seconds = int(text) if text.isascii() and text.isdigit() else 0
             if seconds < 1:
-                raise _bad_connect_timeout(variable, text)
+                raise _bad_seconds(variable, text, DEFAULT_CONNECT_TIMEOUT)
             return seconds
     return DEFAULT_CONNECT_TIMEOUT
-
-
-def _bad_connect_timeout(variable: str, text: str) -> BadSetting:
-    return BadSetting(
-        variable,
-        f"{variable}={text!r} must be a whole number of seconds, at least 1 "
-        f"(default {DEFAULT_CONNECT_TIMEOUT})",
-    )
 
 
 def read_startup_timeout(value: str | None) -> int:
@@ -240,16 +236,8 @@ def read_startup_timeout(value: str | None) -> int:
         return DEFAULT_STARTUP_TIMEOUT
     seconds = int(text) if text.isascii() and text.isdigit() else 0
     if seconds < 1:
-        raise _bad_startup_timeout(text)
+        raise _bad_seconds(STARTUP_TIMEOUT_ENV, text, DEFAULT_STARTUP_TIMEOUT)
     return seconds
-
-
-def _bad_startup_timeout(text: str) -> BadSetting:
-    return BadSetting(
-        STARTUP_TIMEOUT_ENV,
-        f"{STARTUP_TIMEOUT_ENV}={text!r} must be a whole number of seconds, at least 1 "
-        f"(default {DEFAULT_STARTUP_TIMEOUT})",
-    )
 
 
 def synchronous_mode(value: str | None) -> str:
