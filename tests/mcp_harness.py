@@ -96,7 +96,7 @@ def article_events(db: Path, article_id: str) -> list[str]:
     try:
         from uuid import UUID
 
-        return [type(e).__name__ for e in store.events.get(UUID(article_id))]
+        return [type(e).__name__ for e in store.log.events.get(UUID(article_id))]
     finally:
         store.close()
 

@@ -250,7 +250,7 @@ def test_replay_in_small_batches_and_after_a_crash_equals_incremental_views(
         store.views.drop()
         with monkeypatch.context() as crash:
             crash.setattr(CatchUp, "finish_replay", lambda self: None)
-            store.views.catch_up(store.feed, store.mapper, head=stop)
+            store.views.catch_up(store.log.feed, store.log.mapper, head=stop)
         store.close()
         store = open_store(path, synchronous="OFF")
         try:
@@ -293,14 +293,14 @@ def test_poll_fast_path_answers_as_the_mapper_does(
             poll(store, msgspec.structs.replace(request, after_sequence=3)),
         ]
         assert [e.type for e in fast[0].events][:1] == ["published"]
-        monkeypatch.setattr(store.mapper, "decode_stamp", lambda topic, state: None)
+        monkeypatch.setattr(store.log.mapper, "decode_stamp", lambda topic, state: None)
         fallback = [
             poll(store, request),
             poll(store, msgspec.structs.replace(request, after_sequence=3)),
         ]
         # eventsourcing's own path: its Notification objects and the mapper's domain events.
-        assert isinstance(store.recorder, FeedApplicationRecorder)
-        with store.recorder.datastore.transaction(commit=False) as c:
+        assert isinstance(store.log.recorder, FeedApplicationRecorder)
+        with store.log.recorder.datastore.transaction(commit=False) as c:
             c.execute("SELECT notification_id FROM kb_feed WHERE knowledge_base_id = ?", (kb.hex,))
             visible = {row[0] for row in c.fetchall()}
         feed = [

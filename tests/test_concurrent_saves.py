@@ -123,9 +123,9 @@ def test_a_save_that_keeps_losing_says_so_in_one_line(
     from click.testing import CliRunner
     from eventsourcing.persistence import IntegrityError
 
-    from kbes import KnowledgeBaseStore
     from kbes.cli import main
     from kbes.store import commands
+    from kbes.store.event_log import EventLog
 
     db = tmp_path / "kbes.sqlite"
     store = open_store(db)
@@ -135,11 +135,11 @@ def test_a_save_that_keeps_losing_says_so_in_one_line(
     store.close()
     tries: list[int] = []
 
-    def always_taken(self: KnowledgeBaseStore, *objs: object, **kwargs: object) -> None:
+    def always_taken(self: EventLog, *objs: object, **kwargs: object) -> None:
         tries.append(1)
         raise IntegrityError("UNIQUE constraint failed: stored_events.originator_id")
 
-    monkeypatch.setattr(KnowledgeBaseStore, "save", always_taken)
+    monkeypatch.setattr(EventLog, "save", always_taken)
     result = CliRunner().invoke(
         main, ["article", "save", "--kb", kb, article, "--content", "New", "--db", str(db)]
     )

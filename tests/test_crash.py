@@ -32,6 +32,7 @@ from kbes import KnowledgeBaseStore, call_tool, format_timestamp, open_store
 from kbes.domain.article import Article
 from kbes.projections.fold import REPLAY_CHUNK
 from kbes.projections.tracking import SEARCH_SUFFIX
+from kbes.store.event_log import EventLog
 
 pytestmark = pytest.mark.slow
 
@@ -114,7 +115,8 @@ def integrity(db: str) -> None:
 
 def saves(store: KnowledgeBaseStore, article: str) -> list[str]:
     """The `updated_at` of each `Saved` event of the article, straight from the log."""
-    events = [store.mapper.to_domain_event(e) for e in store.recorder.select_events(UUID(article))]
+    log = store.log
+    events = [log.mapper.to_domain_event(e) for e in log.recorder.select_events(UUID(article))]
     return [format_timestamp(e.timestamp) for e in events if isinstance(e, Article.Saved)]
 
 
@@ -298,7 +300,7 @@ def test_a_rebuild_killed_part_way_leaves_the_views_as_they_were(
         positions = dict(
             c.execute("SELECT application_name, max(notification_id) FROM tracking GROUP BY 1")
         )
-    name = KnowledgeBaseStore.name
+    name = EventLog.name
     assert (positions[name], positions[name + SEARCH_SUFFIX]) == (head, head)
     store = open_store(db)
     try:

@@ -63,8 +63,8 @@ def test_the_probe_asks_for_the_tables_the_recorder_writes(tmp_path: Path) -> No
     path = tmp_path / "kb.sqlite"
     store = open_store(path)
     try:
-        assert isinstance(store.recorder, FeedApplicationRecorder)
-        assert store.recorder.events_table_name == EVENTS_TABLE
+        assert isinstance(store.log.recorder, FeedApplicationRecorder)
+        assert store.log.recorder.events_table_name == EVENTS_TABLE
     finally:
         store.close()
     assert {EVENTS_TABLE, FEED_TABLE} <= probe.sqlite_tables(str(path))

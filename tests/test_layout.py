@@ -134,10 +134,11 @@ def test_the_top_of_kbes_holds_only_the_public_api() -> None:
     assert loose == []
 
 
-STORE_INSIDES = frozenset({"views", "recorder", "repository", "mapper", "factory", "feed"})
-"""The application's parts (its projections, its log, its aggregates' repository, its mapper and
-persistence factory): callers outside the store room use `KnowledgeBaseStore`'s methods instead,
-as eventsourcing's `contentmanagement` example's callers do."""
+STORE_INSIDES = frozenset({"views", "recorder", "repository", "mapper", "factory", "feed", "log"})
+"""The store's parts (its projections, its log, which is its eventsourcing application, the log's
+repository, mapper and persistence factory): callers outside the store room use
+`KnowledgeBaseStore`'s methods instead, as eventsourcing's `contentmanagement` example's callers
+do."""
 
 OUTSIDE_THE_STORE = {
     # folder: the sub-folders read by the rule of their own (the store room itself)
@@ -150,8 +151,8 @@ OUTSIDE_THE_STORE = {
 @pytest.mark.parametrize("folder", list(OUTSIDE_THE_STORE))
 def test_callers_outside_the_store_use_its_methods_only(folder: str) -> None:
     """One door into the store: no attribute access to `views`, `recorder`, `repository`,
-    `mapper`, `factory` or `feed` of anything, in any file outside kbes/store/ (the projections
-    lie below the store and are held by their own rules)."""
+    `mapper`, `factory`, `feed` or `log` of anything, in any file outside kbes/store/ (the
+    projections lie below the store and are held by their own rules)."""
     skipped = OUTSIDE_THE_STORE[folder]
     files = [
         path for path in sources(folder) if path.relative_to(ROOT / folder).parts[0] not in skipped
@@ -178,6 +179,54 @@ def test_the_simulations_use_the_public_api_only() -> None:
         and not (module == "kbes" and name in kbes.__all__)
     ]
     assert stray == []
+
+
+def kbes_bases(folder: str, path: Path) -> dict[str, list[str]]:
+    """For each class a file defines, the names of its bases that are kbes classes: defined in
+    a kbes source file (this one included), or imported from a kbes module."""
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    package = package_of(folder, path).split(".")
+    ours: set[str] = {n.name for n in ast.walk(tree) if isinstance(n, ast.ClassDef)}
+    modules: set[str] = (
+        set()
+    )  # names bound to kbes modules (`import kbes.x as m`, `from kbes import x`)
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom):
+            module = node.module or ""
+            if node.level:
+                module = ".".join([*package[: len(package) - node.level + 1], module]).rstrip(".")
+            if within(module, "kbes"):
+                for alias in node.names:
+                    ours.add(alias.asname or alias.name)
+                    modules.add(alias.asname or alias.name)
+        elif isinstance(node, ast.Import):
+            for alias in node.names:
+                if within(alias.name, "kbes"):
+                    modules.add(alias.asname or alias.name.split(".")[0])
+    found = {}
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ClassDef):
+            found[node.name] = [
+                ast.unparse(base)
+                for base in node.bases
+                if (isinstance(base, ast.Name) and base.id in ours)
+                or (isinstance(base, ast.Attribute) and ast.unparse(base).split(".")[0] in modules)
+            ]
+    return found
+
+
+@pytest.mark.parametrize("folder", list(FOLDERS))
+def test_no_class_inherits_from_more_than_one_kbes_class(folder: str) -> None:
+    """Parts are composed, not stacked as mixins: a class that needs two kbes classes holds
+    them (as `KnowledgeBaseStore` holds its log, views, queries and searches) rather than
+    inheriting both, so following a call never means knowing a method resolution order."""
+    classes = {
+        f"{path.relative_to(ROOT).as_posix()}:{name}": bases
+        for path in sources(folder)
+        for name, bases in kbes_bases(folder, path).items()
+    }
+    assert classes, f"no classes read from {folder}/"
+    assert {where: bases for where, bases in classes.items() if len(bases) > 1} == {}
 
 
 @pytest.mark.slow

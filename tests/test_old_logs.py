@@ -111,8 +111,8 @@ def test_new_events_append_to_an_old_log(store: KnowledgeBaseStore) -> None:
         store, "read_knowledge_article", {"knowledge_base_id": KB, "article_id": REFUNDS}
     )
     assert read.content == "Refunds take two days."
-    assert isinstance(store.factory, KbesSQLiteFactory)
-    reopened = open_store(store.factory.datastore.pool.db_name)  # a cold process's view
+    assert isinstance(store.log.factory, KbesSQLiteFactory)
+    reopened = open_store(store.log.factory.datastore.pool.db_name)  # a cold process's view
     try:
         assert reopened.get_article(REFUNDS).content == "Refunds take two days."
     finally:

@@ -208,7 +208,7 @@ def test_four_tools_on_postgres(pg_store: KnowledgeBaseStore, pg_url: str, tmp_p
         store.add_article(kb, "Reset a password", "Open Settings, then Security.", publish=True)
     )
     draft = str(store.add_article(kb, "Password policy draft", "Not yet public."))
-    assert isinstance(store.recorder, PostgresFeedRecorder)
+    assert isinstance(store.log.recorder, PostgresFeedRecorder)
     assert (tmp_path / "views-main.sqlite").is_file()
 
     hits = call(store, "search_knowledge_base", knowledge_base_id=kb, query="password")["hits"]
@@ -305,11 +305,11 @@ def test_bad_feed_entries_write_nothing(pg_store: KnowledgeBaseStore, pg_url: st
     kb = store.create_knowledge_base("Support")
     before = pg_value(pg_url, f"SELECT count(*) FROM {EVENTS_TABLE}")
     article = Article.draft(kb, "Title", "Body", at=store.clock.now())
-    stored = [store.mapper.to_stored_event(e) for e in article.collect_events()]
+    stored = [store.log.mapper.to_stored_event(e) for e in article.collect_events()]
     with pytest.raises(ValueError, match="kb_feed has 2 entries for 1"):
-        store.recorder.insert_events(stored, kb_feed=[kb.hex, kb.hex])
+        store.log.recorder.insert_events(stored, kb_feed=[kb.hex, kb.hex])
     with pytest.raises(ValueError):
-        store.recorder.insert_events(stored, kb_feed=["not-a-uuid"])
+        store.log.recorder.insert_events(stored, kb_feed=["not-a-uuid"])
     assert pg_value(pg_url, f"SELECT count(*) FROM {EVENTS_TABLE}") == before
 
 
@@ -505,15 +505,15 @@ def test_poll_reads_one_page_via_the_index(
         conn.execute("ANALYZE")
 
     decoded: list[int] = []
-    to_domain_event = store.mapper.to_domain_event
+    to_domain_event = store.log.mapper.to_domain_event
 
     def counting(notification: Any) -> Any:
         decoded.append(notification.id)
         return to_domain_event(notification)
 
-    monkeypatch.setattr(store.mapper, "to_domain_event", counting)
+    monkeypatch.setattr(store.log.mapper, "to_domain_event", counting)
     # Every event through the mapper's full path, which sees each one's notification id.
-    monkeypatch.setattr(store.mapper, "decode_stamp", lambda topic, state: None)
+    monkeypatch.setattr(store.log.mapper, "decode_stamp", lambda topic, state: None)
     page = call(store, "poll_resource_events", resource_type="knowledge_base", resource_id=small)
     assert [e["type"] for e in page["events"]] == ["published"] * 4
     assert decoded == [e["sequence"] for e in page["events"]]
@@ -533,7 +533,7 @@ def test_poll_reads_one_page_via_the_index(
 
     # The very statement select_feed_rows runs, explained with custom and with generic plans (a
     # prepared statement may switch to the latter): no scan of the log, one event per row.
-    recorder = store.recorder
+    recorder = store.log.recorder
     assert isinstance(recorder, PostgresFeedRecorder)
     for kb, after, limit, returned in ((big, head // 2, 10, 10), (small, 0, 100, 4)):
         for mode in ("force_custom_plan", "force_generic_plan"):

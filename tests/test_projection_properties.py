@@ -104,11 +104,11 @@ def fold(store: KnowledgeBaseStore) -> dict[str, list[tuple[Any, ...]]]:
     versions: list[tuple[Any, ...]] = []
     start = 1
     while True:
-        page = store.recorder.select_notifications(start=start, limit=1000)
+        page = store.log.recorder.select_notifications(start=start, limit=1000)
         if not page:
             break
         for n in page:
-            e = store.mapper.to_domain_event(n)
+            e = store.log.mapper.to_domain_event(n)
             at = format_timestamp(e.timestamp)
             if isinstance(e, KnowledgeBase.Created):
                 kbs[str(e.originator_id)] = (str(e.originator_id), e.name, at)

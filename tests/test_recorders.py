@@ -41,10 +41,10 @@ from eventsourcing.tests.persistence import (
 )
 from eventsourcing.utils import Environment, get_topic
 
-from kbes import KnowledgeBaseStore
 from kbes.projections import tracking
 from kbes.projections.database import ViewsDatabase
 from kbes.projections.views import Views
+from kbes.store.event_log import EventLog
 from kbes.store.settings import SYNCHRONOUS_ENV
 from kbes.store.sqlite import FeedApplicationRecorder, KbesSQLiteDatastore, KbesSQLiteFactory
 
@@ -85,7 +85,7 @@ class InTemporaryFolder:
 
     def new_factory(self) -> KbesSQLiteFactory:
         """kbes's factory, on a new database file."""
-        env = Environment(KnowledgeBaseStore.name, sqlite_env(self.new_file()))
+        env = Environment(EventLog.name, sqlite_env(self.new_file()))
         factory = InfrastructureFactory.construct(env)
         assert isinstance(factory, KbesSQLiteFactory)
         self.opened.append(factory)
@@ -188,7 +188,7 @@ class TestViewsTracking(InTemporaryFolder, TrackingRecorderTestCase):
 
 def views_database(datastore: KbesSQLiteDatastore) -> ViewsDatabase:
     """The views' database, its tables created as a store creates them."""
-    views = Views(datastore, application_name=KnowledgeBaseStore.name)
+    views = Views(datastore, application_name=EventLog.name)
     views.create_table()
     return views.database
 
@@ -204,7 +204,7 @@ def test_kbes_positions_are_the_library_positions(
         str(tmp_path / "views.sqlite"), single_row_tracking=single_row_tracking
     )
     db = views_database(datastore)
-    name = KnowledgeBaseStore.name
+    name = EventLog.name
     search = name + tracking.SEARCH_SUFFIX
 
     def position(of: str) -> int | None:

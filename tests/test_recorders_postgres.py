@@ -38,7 +38,7 @@ from eventsourcing.tests.persistence import (
 from eventsourcing.utils import Environment, get_topic
 from pg_server import PgServer, running_pg
 
-from kbes import KnowledgeBaseStore
+from kbes.store.event_log import EventLog
 from kbes.store.postgres import (
     EVENTS_TABLE,
     KbesPostgresFactory,
@@ -86,9 +86,7 @@ class OnPostgres:
         return postgres_env(self.pg.create_database())
 
     def new_factory(self) -> KbesPostgresFactory:
-        factory = InfrastructureFactory.construct(
-            Environment(KnowledgeBaseStore.name, self.new_env())
-        )
+        factory = InfrastructureFactory.construct(Environment(EventLog.name, self.new_env()))
         assert isinstance(factory, KbesPostgresFactory)
         self.opened.append(factory)
         return factory

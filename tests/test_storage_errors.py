@@ -35,8 +35,8 @@ def head(store: KnowledgeBaseStore) -> int:
 
 def pragma(store: KnowledgeBaseStore, *statements: str) -> None:
     """Run PRAGMAs on the store's writer connection, the one every write goes through."""
-    assert isinstance(store.recorder, FeedApplicationRecorder)
-    with store.recorder.datastore.get_connection(commit=True) as connection:
+    assert isinstance(store.log.recorder, FeedApplicationRecorder)
+    with store.log.recorder.datastore.get_connection(commit=True) as connection:
         cursor = connection.cursor()
         for statement in statements:
             cursor.execute(statement)
@@ -44,8 +44,8 @@ def pragma(store: KnowledgeBaseStore, *statements: str) -> None:
 
 def fill(store: KnowledgeBaseStore) -> None:
     """The database may not grow by one page: SQLite answers SQLITE_FULL, as on a full disk."""
-    assert isinstance(store.recorder, FeedApplicationRecorder)
-    with store.recorder.datastore.get_connection(commit=True) as connection:
+    assert isinstance(store.log.recorder, FeedApplicationRecorder)
+    with store.log.recorder.datastore.get_connection(commit=True) as connection:
         cursor = connection.cursor()
         cursor.execute("PRAGMA page_count")
         pages = cursor.fetchone()[0]

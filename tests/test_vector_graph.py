@@ -57,10 +57,10 @@ def graph_file(db: Path) -> Path:
 def vector_half(store: Any, kb: str, text: str) -> tuple[list[str], list[str]]:
     """(graph, exact) article ids for `text`, after the search that brings both current."""
     store.search(kb, text, 10)
-    embedder, index = store._vectors()
+    embedder, index = store.hybrid._vectors()
     query = embedder.embed([text])[0]
     base = index.bases[kb]
-    graph = store._graphs.graphs[kb]
+    graph = store.hybrid._graphs.graphs[kb]
     return [a for a, _ in graph.search(query, 10, base)], [a for a, _ in base.search(query, 10)]
 
 
@@ -90,7 +90,7 @@ def test_below_the_threshold_no_graph_is_made(db_path: Path) -> None:
     store.embed_pending()
     article_id, title, content = rows[0]
     assert store.search(kb, document_text(title, content), 5)[0].article_id == article_id
-    assert store._graphs is not None and not store._graphs.graphs
+    assert store.hybrid._graphs is not None and not store.hybrid._graphs.graphs
     assert not (db_path.parent / f"{db_path.name}.vectors").exists()
     store.close()
 
@@ -106,7 +106,7 @@ db, kb, title, content = sys.argv[1:]
 store = open_store(db, search="hybrid", embedder=SyntheticEmbedder(),
                    settings=Settings(hnsw_threshold=50))
 hit = store.search(kb, document_text(title, content), 5)[0]
-graphs = store._graphs
+graphs = store.hybrid._graphs
 graph = graphs.graphs.get(kb)
 print(json.dumps({
     "top": hit.article_id,

@@ -1,3 +1,3 @@
-"""The store: the application (`KnowledgeBaseStore`) and its persistence wiring, SQLite and
-PostgreSQL. Callers outside this room use the application's methods only, never its views,
-recorder or repository."""
+"""The store: `KnowledgeBaseStore`, the parts it holds (its eventsourcing application for the
+log, its views, its commands, queries and searches) and their persistence wiring, SQLite and
+PostgreSQL. Callers outside this room use the store's methods only, never its parts."""

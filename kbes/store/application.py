@@ -1,56 +1,65 @@
-"""The kbes application: people's commands, the agents' queries and edit, over one event log.
+"""The kbes store: people's commands, the agents' queries and edit, over one event log.
 
 It speaks in domain terms (ids, text, instants; domain results and errors): the agent contract
 in `kbes.tools` and the CLI each turn those into their own answers and words. Callers outside
-the store room use its methods only, never its views, recorder or repository.
+the store room use its methods only, never its parts.
 
-Its parts live in modules named for them: what they share (kbes.store.core), people's commands
-(kbes.store.commands), the agents' edit (kbes.store.edit), the queries of the views and the feed
-(kbes.store.queries) and the reads of the log's past (kbes.store.log_reads). Every write goes
-through `save`, so an article's event, its edit receipt and its feed-index row commit together
-or not at all. Reads answer from the projections, which are brought up to the head of the log
-first, so a read after any write (from any process) sees it."""
+`KnowledgeBaseStore` holds its parts and names them; each method hands its call to one of them:
+
+- `log` (kbes.store.event_log): the one eventsourcing `Application`, which every write goes
+  through (`save`), so an article's event, its edit receipt and its feed-index row commit
+  together or not at all;
+- `views` (kbes.projections.views): the read models, folded from the log;
+- `known` (kbes.store.knowledge_bases): which knowledge bases exist;
+- `people` (kbes.store.commands) and `agent` (kbes.store.edit): the two kinds of write;
+- `queries` (kbes.store.queries): the reads of the views and of the feed, the keyword search
+  among them, each brought up to the head of the log first, so a read after any write (from
+  any process) sees it;
+- `hybrid` (kbes.store.hybrid): the vectors, and the search by words and meaning;
+- `searcher`: whichever of `queries` and `hybrid` the settings chose at open time;
+- `past` (kbes.store.log_reads): the reads of the log's past."""
 
 from __future__ import annotations
 
 import os
-from typing import Any, ClassVar, cast
+from collections.abc import Callable, Iterable, Iterator
+from datetime import datetime
+from typing import Any, TypeVar
 from uuid import UUID
 
-from eventsourcing.utils import get_topic
+from eventsourcing.persistence import Recording
 
 from kbes.domain.article import Article
 from kbes.domain.clock import Clock, SystemClock
 from kbes.domain.errors import InvalidState
+from kbes.domain.limits import Limits
 from kbes.projections.embedder import Embedder, require
 from kbes.projections.views import Views
 from kbes.store.commands import PeopleCommands
 from kbes.store.edit import AgentEdit
+from kbes.store.event_log import EventLog
 from kbes.store.hybrid import HybridSearch
-from kbes.store.internals import project_unchecked
+from kbes.store.knowledge_bases import KnownKnowledgeBases
 from kbes.store.log_reads import LogReads
-from kbes.store.mapper import MsgspecMapper
 from kbes.store.queries import Queries
+from kbes.store.results import (
+    ArticleSummary,
+    CurrentArticle,
+    Edited,
+    FeedPage,
+    Hit,
+    KnowledgeBaseInfo,
+    KnowledgeBaseSummary,
+    LoggedEvent,
+    VersionHistory,
+)
 from kbes.store.settings import SYNCHRONOUS_ENV, Settings, is_postgres_url
-from kbes.store.sqlite import KbesSQLiteFactory, ViewsHome
+
+R = TypeVar("R")
 
 
-class KnowledgeBaseStore(HybridSearch, PeopleCommands, AgentEdit, Queries, LogReads):
+class KnowledgeBaseStore:
     """An event-sourced knowledge-base store."""
-
-    name = "kbes"
-    env: ClassVar[dict[str, str]] = {
-        "PERSISTENCE_MODULE": get_topic(KbesSQLiteFactory),
-        # Edits load articles from the cache, fast-forwarded by one query, never by replaying
-        # the whole history: without it an edit's cost grows with the article's history.
-        "AGGREGATE_CACHE_MAXSIZE": "10000",
-        "AGGREGATE_CACHE_FASTFORWARD": "y",
-    }
-    # A load with an empty cache (a fresh process, an evicted article) starts from the latest
-    # snapshot, so it replays at most 99 events, never the whole history (kbes bench rows
-    # 4c/4d). One snapshot per 100 versions.
-    snapshotting_intervals: ClassVar[dict[type, int]] = {Article: 100}
-    snapshotting_projectors: ClassVar[dict[type, Any]] = {Article: project_unchecked}
 
     def __init__(
         self,
@@ -64,23 +73,187 @@ class KnowledgeBaseStore(HybridSearch, PeopleCommands, AgentEdit, Queries, LogRe
         default kbes's, gives the limits this store applies and its tools advertise;
         `embedder`, by default the semantic extra's model, what hybrid search embeds with."""
         self.settings = settings or Settings()
-        self.embedder = embedder
-        super().__init__(env)
         self.clock: Clock = clock or SystemClock()
-        self._known_knowledge_bases: set[UUID] = set()
+        self.log = EventLog(env)
         # With a PostgreSQL log the views stay in a local SQLite file (kbes.store.postgres).
-        factory = cast(ViewsHome, self.factory)
         self.views = Views(
-            factory.views_datastore, application_name=self.name, source=(self.feed, self.mapper)
+            self.log.views_datastore,
+            application_name=self.log.name,
+            source=(self.log.feed, self.log.mapper),
         )
         self.views.create_table()
-        if self.settings.search == "hybrid" and embedder is None:
-            require()  # SemanticUnavailable as the store opens; the model loads at first use
+        self.known = known = KnownKnowledgeBases(self.log)
+        limits = self.settings.limits
+        self.people = PeopleCommands(self.log, known, self.clock, limits)
+        self.agent = AgentEdit(self.log, known, self.clock, limits)
+        self.queries = Queries(self.log, self.views, known)
+        self.past = LogReads(self.log, self.views)
+        self.hybrid = HybridSearch(
+            self.queries,
+            self.log,
+            self.views,
+            known,
+            embedder=embedder,
+            hnsw_threshold=self.settings.hnsw_threshold,
+        )
+        self.searcher: Queries | HybridSearch = self.queries
+        if self.settings.search == "hybrid":
+            if embedder is None:
+                require()  # SemanticUnavailable as the store opens; the model loads at first use
+            self.searcher = self.hybrid
 
-    mapper: MsgspecMapper
+    @property
+    def limits(self) -> Limits:
+        """What an article may hold here: every door's check and the tools' schemas."""
+        return self.settings.limits
 
-    def construct_mapper(self) -> MsgspecMapper:
-        return MsgspecMapper()
+    def close(self) -> None:
+        """Close the log's and the views' connections."""
+        self.log.close()
+
+    # The agents' tools -------------------------------------------------------------------------
+
+    def search(self, knowledge_base_id: UUID | str, query: str, limit: int) -> list[Hit]:
+        """Current published articles matching `query`, best first: by words, or by words and
+        meaning (`Settings.search`)."""
+        return self.searcher.search(knowledge_base_id, query, limit)
+
+    def read_article(self, knowledge_base_id: UUID | str, article_id: UUID | str) -> CurrentArticle:
+        """The published article as it stands now (kbes.store.queries)."""
+        return self.queries.read_article(knowledge_base_id, article_id)
+
+    def edit_article(
+        self,
+        knowledge_base_id: UUID,
+        article_id: UUID | str,
+        content: str,
+        *,
+        expected_version: datetime,
+        idempotency_key: str,
+        title: str | None = None,
+    ) -> Edited:
+        """An agent's edit: applied only if the article is still at `expected_version`, at
+        most once per `idempotency_key` (kbes.store.edit)."""
+        return self.agent.edit_article(
+            knowledge_base_id,
+            article_id,
+            content,
+            expected_version=expected_version,
+            idempotency_key=idempotency_key,
+            title=title,
+        )
+
+    def article_to_edit(self, knowledge_base_id: UUID, article_id: UUID | str) -> CurrentArticle:
+        """The published article an edit would replace, from the log (kbes.store.edit)."""
+        return self.agent.article_to_edit(knowledge_base_id, article_id)
+
+    def feed_page(self, kb: UUID, after: int, limit: int) -> FeedPage:
+        """One page of the knowledge base's feed after sequence `after` (kbes.store.queries)."""
+        return self.queries.feed_page(kb, after, limit)
+
+    # People's commands -------------------------------------------------------------------------
+
+    def create_knowledge_base(self, name: str) -> UUID:
+        """A new knowledge base (kbes.store.commands)."""
+        return self.people.create_knowledge_base(name)
+
+    def add_article(
+        self, knowledge_base_id: UUID | str, title: str, content: str, *, publish: bool = False
+    ) -> UUID:
+        """Draft an article (and publish it at once if asked); returns its id."""
+        return self.people.add_article(knowledge_base_id, title, content, publish=publish)
+
+    def add_articles(
+        self, knowledge_base_id: UUID | str, drafts: Iterable[tuple[str, str]], *, publish: bool
+    ) -> list[UUID]:
+        """Draft many articles in one transaction (imports and simulations)."""
+        return self.people.add_articles(knowledge_base_id, drafts, publish=publish)
+
+    def publish_article(self, knowledge_base_id: UUID | str, article_id: UUID | str) -> int:
+        return self.people.publish_article(knowledge_base_id, article_id)
+
+    def unpublish_article(self, knowledge_base_id: UUID | str, article_id: UUID | str) -> int:
+        return self.people.unpublish_article(knowledge_base_id, article_id)
+
+    def save_article(
+        self,
+        knowledge_base_id: UUID | str,
+        article_id: UUID | str,
+        *,
+        content: str | None = None,
+        title: str | None = None,
+    ) -> int | None:
+        """A person's save, last writer wins (kbes.store.commands)."""
+        return self.people.save_article(knowledge_base_id, article_id, content=content, title=title)
+
+    def last_writer_wins(self, write: Callable[[], R], article_id: object = None) -> R:
+        """Run `write` until no other process wrote its articles in between
+        (kbes.store.commands)."""
+        return self.people.last_writer_wins(write, article_id)
+
+    def article_for_person(self, knowledge_base_id: UUID | str, article_id: UUID | str) -> Article:
+        """The article, drafts and unpublished ones included; `not_found` if it is not in
+        that knowledge base."""
+        return self.people.article_for_person(knowledge_base_id, article_id)
+
+    def get_article(self, article_id: UUID | str) -> Article:
+        """The article aggregate as it stands now, drafts included; `not_found` if none."""
+        return self.people.get_article(article_id)
+
+    def save(self, *objs: Any, **kwargs: Any) -> list[Recording[UUID]]:
+        """Save aggregates as they are, in one transaction (imports, simulations)."""
+        return self.log.save(*objs, **kwargs)
+
+    # Listings, as the views stand (kbes.store.queries) ---------------------------------------
+
+    def require_knowledge_base(self, knowledge_base_id: UUID | str) -> UUID:
+        """The knowledge base's UUID; `not_found` if there is no such knowledge base."""
+        return self.known.require(knowledge_base_id)
+
+    def knowledge_base(self, knowledge_base_id: UUID | str) -> KnowledgeBaseInfo | None:
+        return self.queries.knowledge_base(knowledge_base_id)
+
+    def knowledge_bases(self) -> list[KnowledgeBaseSummary]:
+        return self.queries.knowledge_bases()
+
+    def knowledge_bases_named(self, name: str) -> list[str]:
+        return self.queries.knowledge_bases_named(name)
+
+    def articles(self, knowledge_base_id: UUID | str) -> list[ArticleSummary]:
+        return self.queries.articles(knowledge_base_id)
+
+    # The log's past (kbes.store.log_reads) ------------------------------------------------------
+
+    def head(self) -> int:
+        """The head of the log: the notification id of its last event, 0 when it is empty."""
+        return self.log.head()
+
+    def version_history(self, article_id: UUID) -> VersionHistory | None:
+        return self.past.version_history(article_id)
+
+    def article_at_version(self, article_id: UUID, version: int) -> Article:
+        return self.past.article_at_version(article_id, version)
+
+    def logged_events(self, after: int = 0, *, limit: int | None = None) -> Iterator[LoggedEvent]:
+        return self.past.logged_events(after, limit=limit)
+
+    # The views and the vectors --------------------------------------------------------------
+
+    def catch_up(self, progress: Callable[[int], None] | None = None) -> int:
+        """Bring the views to the head of the log; one cheap query when already there."""
+        return self.queries.catch_up(progress)
+
+    def rebuild(self, progress: Callable[[int], None] | None = None) -> int:
+        """Replay the whole log into the views, invisibly to readers (Views.rebuild)."""
+        return self.views.rebuild(self.log.feed, self.log.mapper, progress)
+
+    def embed_pending(self, progress: Callable[[int], None] | None = None) -> int:
+        """Embed every published article the model has not embedded yet (kbes.store.hybrid)."""
+        return self.hybrid.embed_pending(progress)
+
+    def pending_embeddings(self) -> int:
+        """How many published texts the model has not embedded yet (kbes.store.hybrid)."""
+        return self.hybrid.pending_embeddings()
 
 
 def open_store(

@@ -13,10 +13,13 @@ from uuid import UUID
 from eventsourcing.persistence import IntegrityError
 
 from kbes.domain.article import Article
-from kbes.domain.clock import next_timestamp
-from kbes.domain.errors import ArticleElsewhere, NothingToSave, WriteContended
+from kbes.domain.clock import Clock, next_timestamp
+from kbes.domain.errors import ArticleElsewhere, ArticleUnknown, NothingToSave, WriteContended
+from kbes.domain.ids import require_id
 from kbes.domain.knowledge_base import KnowledgeBase
-from kbes.store.core import StoreCore
+from kbes.domain.limits import Limits
+from kbes.store.event_log import EventLog
+from kbes.store.knowledge_bases import KnownKnowledgeBases
 
 R = TypeVar("R")
 
@@ -25,37 +28,45 @@ WRITE_ATTEMPTS = 10
 writing the same article first; then `WriteContended`, nothing written."""
 
 
-class PeopleCommands(StoreCore):
+class PeopleCommands:
     """The commands the CLI, imports and simulations give on a person's behalf."""
+
+    def __init__(
+        self, log: EventLog, known: KnownKnowledgeBases, clock: Clock, limits: Limits
+    ) -> None:
+        self.log = log
+        self.known = known
+        self.clock = clock
+        self.limits = limits
 
     def create_knowledge_base(self, name: str) -> UUID:
         """A new knowledge base; its name follows the title rule (`BlankName`, `TooLong`,
         `TitleCharacter` naming `name` otherwise). Names need not be unique: ids tell
         knowledge bases apart (`knowledge_bases_named` finds those a name already has)."""
         kb = KnowledgeBase.create(name, at=self.clock.now())
-        self.save(kb)
-        self._known_knowledge_bases.add(kb.id)
+        self.log.save(kb)
+        self.known.add(kb.id)
         return kb.id
 
     def add_article(
         self, knowledge_base_id: UUID | str, title: str, content: str, *, publish: bool = False
     ) -> UUID:
         """Draft an article (and publish it at once if asked); returns its id."""
-        kb = self._knowledge_base_uuid(knowledge_base_id)
+        kb = self.known.require(knowledge_base_id)
         title = _require_title(title)
         article = Article.draft(
             kb, title, content, at=next_timestamp(self.clock, None), limits=self.limits
         )
         if publish:
             article.publish(at=next_timestamp(self.clock, article.updated_at))
-        self.save(article)
+        self.log.save(article)
         return article.id
 
     def add_articles(
         self, knowledge_base_id: UUID | str, drafts: Iterable[tuple[str, str]], *, publish: bool
     ) -> list[UUID]:
         """Draft many articles in one transaction (imports and simulations)."""
-        kb = self._knowledge_base_uuid(knowledge_base_id)
+        kb = self.known.require(knowledge_base_id)
         batch: list[Article] = []
         for title, content in drafts:
             article = Article.draft(
@@ -68,7 +79,7 @@ class PeopleCommands(StoreCore):
             if publish:
                 article.publish(at=next_timestamp(self.clock, article.updated_at))
             batch.append(article)
-        self.save(*batch)
+        self.log.save(*batch)
         return [article.id for article in batch]
 
     def publish_article(self, knowledge_base_id: UUID | str, article_id: UUID | str) -> int:
@@ -133,14 +144,21 @@ class PeopleCommands(StoreCore):
     def article_for_person(self, knowledge_base_id: UUID | str, article_id: UUID | str) -> Article:
         """The article, drafts and unpublished ones included; `not_found` if it is not in
         that knowledge base."""
-        kb = self._knowledge_base_uuid(knowledge_base_id)
+        kb = self.known.require(knowledge_base_id)
         article = self.get_article(article_id)
         if article.knowledge_base_id != kb:
             raise ArticleElsewhere(article_id, kb)
         return article
 
+    def get_article(self, article_id: UUID | str) -> Article:
+        """The article aggregate as it stands now, drafts included; `not_found` if none."""
+        article = self.log.get(require_id(article_id, "article_id"), Article)
+        if article is None:
+            raise ArticleUnknown(article_id)
+        return article
+
     def _save_one(self, article: Article) -> int:
-        recordings = self.save(article)
+        recordings = self.log.save(article)
         return recordings[-1].notification.id
 
 

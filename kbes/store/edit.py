@@ -9,7 +9,7 @@ from uuid import UUID
 from eventsourcing.persistence import IntegrityError
 
 from kbes.domain.article import Article
-from kbes.domain.clock import format_timestamp, next_timestamp
+from kbes.domain.clock import Clock, format_timestamp, next_timestamp
 from kbes.domain.errors import (
     ArticleChanged,
     ArticleNotFound,
@@ -19,14 +19,23 @@ from kbes.domain.errors import (
     NotFound,
 )
 from kbes.domain.ids import parse_id
-from kbes.domain.limits import require_content, require_idempotency_key, require_title
+from kbes.domain.limits import Limits, require_content, require_idempotency_key, require_title
 from kbes.domain.receipt import EditReceipt, edit_fingerprint, receipt_id
-from kbes.store.core import StoreCore
+from kbes.store.event_log import EventLog
+from kbes.store.knowledge_bases import KnownKnowledgeBases
 from kbes.store.results import CurrentArticle, Edited
 
 
-class AgentEdit(StoreCore):
+class AgentEdit:
     """The one write an agent makes."""
+
+    def __init__(
+        self, log: EventLog, known: KnownKnowledgeBases, clock: Clock, limits: Limits
+    ) -> None:
+        self.log = log
+        self.known = known
+        self.clock = clock
+        self.limits = limits
 
     def edit_article(
         self,
@@ -46,7 +55,7 @@ class AgentEdit(StoreCore):
         require_content(content, self.limits)
         if title is not None:
             require_title(title, self.limits)
-        kb = self._knowledge_base_uuid(knowledge_base_id)
+        kb = self.known.require(knowledge_base_id)
         parsed = parse_id(article_id)
         if parsed is None:
             raise ArticleNotFound(article_id)
@@ -91,7 +100,7 @@ class AgentEdit(StoreCore):
             at=at,
         )
         try:
-            self.save(article, receipt)
+            self.log.save(article, receipt)
         except IntegrityError:
             # Another writer got there first: either the same key (a concurrent replay) or
             # another change to this article version.
@@ -103,7 +112,7 @@ class AgentEdit(StoreCore):
         return Edited(kb, article.id, article.title, article.updated_at, replay=False)
 
     def _replay(self, kb: UUID, key: str, fingerprint: str) -> Edited | None:
-        receipt = self._get(receipt_id(kb, key), EditReceipt)
+        receipt = self.log.get(receipt_id(kb, key), EditReceipt)
         if receipt is None:
             return None
         if receipt.fingerprint != fingerprint:
@@ -114,7 +123,7 @@ class AgentEdit(StoreCore):
         """The published article an edit would replace, from its aggregate as the log has it
         now: the one the edit compares its version with, read without catching up the views.
         Refused as `edit_article` refuses it (`ArticleNotFound`, `ArticleUnpublished`)."""
-        kb = self._knowledge_base_uuid(knowledge_base_id)
+        kb = self.known.require(knowledge_base_id)
         parsed = parse_id(article_id)
         if parsed is None:
             raise ArticleNotFound(article_id)
@@ -123,7 +132,7 @@ class AgentEdit(StoreCore):
         return CurrentArticle(str(article.id), article.title, article.content, stamp)
 
     def _editable_article(self, kb: UUID, article_id: UUID, raw_id: UUID | str) -> Article:
-        article = self._get(article_id, Article)
+        article = self.log.get(article_id, Article)
         if article is None or article.knowledge_base_id != kb or not article.ever_published:
             raise ArticleNotFound(raw_id)
         if not article.published:

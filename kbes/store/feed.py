@@ -24,20 +24,4 @@ class FeedReader(LogReader, Protocol):
         ...
 
 
-class _Notifications(Protocol):
-    def max_notification_id(self) -> int | None: ...
-
-
-class LogHead:
-    """`head()` for a recorder: a mixin for both kbes recorders (SQLite, PostgreSQL), after
-    eventsourcing's recorder among the bases."""
-
-    def head(self: _Notifications) -> int:
-        """The head of the log: its last notification id, 0 when it is empty."""
-        return self.max_notification_id() or 0
-
-
-__all__ = [
-    "FeedReader",
-    "LogHead",
-]
+__all__ = ["FeedReader"]

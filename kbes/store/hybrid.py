@@ -1,6 +1,7 @@
 """Hybrid search: the keyword search (kbes.store.queries, whatever engine it runs) and the
-vector projection's nearest articles, fused by reciprocal rank (kbes.projections.hybrid). Asked
-for with `Settings.search == "hybrid"`; otherwise `search` is the keyword search untouched.
+vector projection's nearest articles, fused by reciprocal rank (kbes.projections.hybrid). The
+store searches with it when `Settings.search == "hybrid"`, and with the keyword search alone
+otherwise (kbes.store.application).
 
 Embedding lags a save by design (docs/search.md): a save is in the vector half from the first
 hybrid search of its knowledge base in any process after it, which embeds up to
@@ -16,6 +17,9 @@ from uuid import UUID
 
 from kbes.projections import hybrid, vectors
 from kbes.projections.embedder import Embedder, document_text, require, shared_model
+from kbes.projections.views import Views
+from kbes.store.event_log import EventLog
+from kbes.store.knowledge_bases import KnownKnowledgeBases
 from kbes.store.queries import Queries
 from kbes.store.results import Hit
 
@@ -29,20 +33,37 @@ EMBED_BATCH = 64
 """Texts embedded and stored per transaction by `embed_pending`."""
 
 
-class HybridSearch(Queries):
-    """`search` by words, or by words and meaning, as the store's settings say."""
+class HybridSearch:
+    """`search` by words and meaning: the keyword search's hits fused with the nearest vectors."""
 
-    embedder: Embedder | None
-    _vector_state: tuple[Embedder, VectorIndex] | None = None
-    _graphs: VectorGraphs | None = None
     _vector_lock = threading.Lock()
     """One hybrid search or embedding at a time in a process (the index is shared state)."""
 
+    def __init__(
+        self,
+        words: Queries,
+        log: EventLog,
+        views: Views,
+        known: KnownKnowledgeBases,
+        *,
+        embedder: Embedder | None,
+        hnsw_threshold: int,
+    ) -> None:
+        """`words` answers the keyword half and brings the views to the head of the log;
+        `embedder`, by default the semantic extra's model, is what the vectors are made with."""
+        self.words = words
+        self.log = log
+        self.views = views
+        self.known = known
+        self.embedder = embedder
+        self.hnsw_threshold = hnsw_threshold
+        self._vector_state: tuple[Embedder, VectorIndex] | None = None
+        self._graphs: VectorGraphs | None = None
+
     def search(self, knowledge_base_id: UUID | str, query: str, limit: int) -> list[Hit]:
-        if self.settings.search != "hybrid":
-            return super().search(knowledge_base_id, query, limit)
-        kb = str(self._knowledge_base_uuid(knowledge_base_id))
-        words = super().search(kb, query, max(limit, hybrid.DEPTH))
+        """Current published articles matching `query` by words or by meaning, best first."""
+        kb = str(self.known.require(knowledge_base_id))
+        words = self.words.search(kb, query, max(limit, hybrid.DEPTH))
         embedder, index = self._vectors()
         with self._vector_lock:
             self._sync_vectors()
@@ -69,7 +90,7 @@ class HybridSearch(Queries):
         embedder, index = self._vectors()
         done, after = 0, ""
         with self._vector_lock:
-            self.catch_up()
+            self.words.catch_up()
             self._sync_vectors()
             while True:
                 with self.views.read() as c:
@@ -87,31 +108,11 @@ class HybridSearch(Queries):
     def pending_embeddings(self) -> int:
         """How many published texts the model has not embedded yet (after a catch-up)."""
         embedder, _ = self._vectors()
-        self.catch_up()
+        self.words.catch_up()
         with self._vector_lock:
             self._sync_vectors()
             with self.views.read() as c:
                 return vectors.count_pending(c, embedder.name)
-
-    def graph_recall(
-        self, knowledge_base_id: UUID | str, queries: list[str], k: int = 10
-    ) -> tuple[float, int, int] | None:
-        """(recall@k of the HNSW graph against exact search over `queries`, vectors, search
-        breadth) of a knowledge base a search has brought its graph to; None without one.
-        For bench row 12f: the graph's cost in answers, on the same vectors."""
-        kb = str(self._knowledge_base_uuid(knowledge_base_id))
-        embedder, index = self._vectors()
-        graph = None if self._graphs is None else self._graphs.graphs.get(kb)
-        if graph is None or not queries:
-            return None
-        with self._vector_lock:
-            base = index.bases[kb]
-            found = []
-            for vector in embedder.embed(queries):
-                exact = {a for a, _ in base.search(vector, k)}
-                near = {a for a, _ in graph.search(vector, k, base)}
-                found.append(len(exact & near) / max(len(exact), 1))
-            return sum(found) / len(found), len(base), int(graph.index.expansion_search)
 
     # Parts ------------------------------------------------------------------------------------
 
@@ -131,7 +132,7 @@ class HybridSearch(Queries):
             from kbes.projections.vector_graph import VectorGraphs
 
             root = self.views.database.beside(".vectors")
-            self._graphs = VectorGraphs(embedder.name, root, self.settings.hnsw_threshold)
+            self._graphs = VectorGraphs(embedder.name, root, self.hnsw_threshold)
         return self._graphs
 
     def _prepare_graphs(self, embedder: Embedder, index: VectorIndex) -> None:
@@ -161,7 +162,7 @@ class HybridSearch(Queries):
         with database.write() as c:
             if not ready:
                 vectors.create(c)
-            vectors.sync(c, self.feed, database.application_name, database.position(c))
+            vectors.sync(c, self.log.feed, database.application_name, database.position(c))
 
     def _refresh(self, kb: str, index: VectorIndex) -> None:
         with self.views.read() as c:

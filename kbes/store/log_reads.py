@@ -6,20 +6,22 @@ from __future__ import annotations
 from collections.abc import Iterator
 from uuid import UUID
 
-from eventsourcing.application import AggregateNotFoundError
-
 from kbes.domain.article import Article
 from kbes.domain.errors import ArticleUnknown
-from kbes.store.core import StoreCore
-from kbes.store.internals import project_unchecked
+from kbes.projections.views import Views
+from kbes.store.event_log import EventLog
 from kbes.store.results import ArticleVersion, LoggedEvent, VersionHistory
 
 PAGE_SIZE = 500
 """Events read from the log per query by `logged_events`."""
 
 
-class LogReads(StoreCore):
+class LogReads:
     """The article's history and the whole log, read through the application."""
+
+    def __init__(self, log: EventLog, views: Views) -> None:
+        self.log = log
+        self.views = views
 
     def version_history(self, article_id: UUID) -> VersionHistory | None:
         """Every version of the article, oldest first, as the version-history view holds it
@@ -37,13 +39,8 @@ class LogReads(StoreCore):
         """The article aggregate folded from its first `version` events (from the latest
         snapshot at or before it). For the article as it stands now, `get_article` is cheaper:
         it fast-forwards the cached aggregate."""
-        try:
-            article = self.repository.get(
-                article_id, version=version, projector_func=project_unchecked
-            )
-        except AggregateNotFoundError:
-            article = None
-        if not isinstance(article, Article):
+        article = self.log.get(article_id, Article, version)
+        if article is None:
             raise ArticleUnknown(article_id)
         return article
 
@@ -51,15 +48,15 @@ class LogReads(StoreCore):
         """The log's events after sequence `after`, in order, each decoded by the store's
         mapper: up to `limit` of them, or without a limit every one up to the head of the log
         as it was when the first was asked for."""
-        stop = self.head() if limit is None else None
+        stop = self.log.head() if limit is None else None
         start, left = after + 1, limit
         while (stop is None or start <= stop) and (left is None or left > 0):
             size = PAGE_SIZE if left is None else min(PAGE_SIZE, left)
-            notifications = self.recorder.select_notifications(start, size, stop=stop)
+            notifications = self.log.recorder.select_notifications(start, size, stop=stop)
             if not notifications:
                 return
             for notification in notifications:
-                yield LoggedEvent(notification.id, self.mapper.to_domain_event(notification))
+                yield LoggedEvent(notification.id, self.log.mapper.to_domain_event(notification))
             if left is not None:
                 left -= len(notifications)
             start = notifications[-1].id + 1

@@ -57,7 +57,6 @@ from psycopg_pool import PoolTimeout
 
 from kbes.domain.errors import Unavailable
 from kbes.projections.source import StoredRow
-from kbes.store.feed import LogHead
 from kbes.store.internals import AfterInsertEvents
 from kbes.store.postgres_url import VIEWS_LOCK_TIMEOUT
 from kbes.store.settings import (
@@ -123,9 +122,12 @@ class BoundedWait(PostgresAggregateRecorder):
             return super().select_events(originator_id, **kwargs)
 
 
-class PostgresFeedRecorder(AfterInsertEvents, BoundedWait, PostgresApplicationRecorder, LogHead):
+class PostgresFeedRecorder(AfterInsertEvents, PostgresApplicationRecorder):
     """eventsourcing's PostgreSQL application recorder, plus the per-knowledge-base feed index
-    that keeps a poll O(page) (same table and contract as kbes.store.sqlite's SQLite one)."""
+    that keeps a poll O(page) (same table and contract as kbes.store.sqlite's SQLite one). Its
+    calls end as `unavailable` when the log cannot be reached, as `BoundedWait`'s do."""
+
+    wait: float = 3.0
 
     def __init__(
         self,
@@ -234,6 +236,14 @@ class PostgresFeedRecorder(AfterInsertEvents, BoundedWait, PostgresApplicationRe
                 prepare=True,
             )
 
+    def insert_events(self, stored_events: Sequence[StoredEvent], **kwargs: Any) -> Any:
+        with reaching_the_log(self.wait):
+            return super().insert_events(stored_events, **kwargs)
+
+    def select_events(self, originator_id: UUID | str, **kwargs: Any) -> Any:
+        with reaching_the_log(self.wait):
+            return super().select_events(originator_id, **kwargs)
+
     def select_notifications(self, *args: Any, **kwargs: Any) -> Any:
         with reaching_the_log(self.wait):
             return super().select_notifications(*args, **kwargs)
@@ -241,6 +251,10 @@ class PostgresFeedRecorder(AfterInsertEvents, BoundedWait, PostgresApplicationRe
     def max_notification_id(self) -> int | None:
         with reaching_the_log(self.wait):
             return super().max_notification_id()
+
+    def head(self) -> int:
+        """The head of the log: its last notification id, 0 when it is empty."""
+        return self.max_notification_id() or 0
 
     def select_feed_rows(
         self, knowledge_base_hex: str, after: int, limit: int

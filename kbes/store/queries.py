@@ -4,10 +4,11 @@
 The agents' queries (search, read, the feed) see every write before them: they bring the views
 to the head of the log first. The listings people and the server ask for read the views as they
 stand, since their callers catch up once for many reads: call `catch_up` first to see every
-write."""
+write. `search` here is the keyword search; kbes.store.hybrid's adds the vectors to it."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from uuid import UUID
 
 from kbes.domain.article import EVENT_TYPES
@@ -15,7 +16,9 @@ from kbes.domain.clock import timestamp_text
 from kbes.domain.errors import ArticleNotFound, ArticleUnpublished
 from kbes.domain.ids import parse_id
 from kbes.projections.source import full_decode
-from kbes.store.core import StoreCore
+from kbes.projections.views import Views
+from kbes.store.event_log import EventLog
+from kbes.store.knowledge_bases import KnownKnowledgeBases
 from kbes.store.results import (
     ArticleSummary,
     CurrentArticle,
@@ -27,21 +30,30 @@ from kbes.store.results import (
 )
 
 
-class Queries(StoreCore):
+class Queries:
     """Reads of the views and of one knowledge base's feed."""
+
+    def __init__(self, log: EventLog, views: Views, known: KnownKnowledgeBases) -> None:
+        self.log = log
+        self.views = views
+        self.known = known
+
+    def catch_up(self, progress: Callable[[int], None] | None = None) -> int:
+        """Bring the views to the head of the log; one cheap query when already there."""
+        return self.views.catch_up(self.log.feed, self.log.mapper, progress=progress)
 
     # The agents' queries ---------------------------------------------------------------------
 
     def search(self, knowledge_base_id: UUID | str, query: str, limit: int) -> list[Hit]:
         """Current published articles matching `query` (plain words), best first."""
-        kb = self._knowledge_base_uuid(knowledge_base_id)
+        kb = self.known.require(knowledge_base_id)
         self.catch_up()
         return [Hit(*hit) for hit in self.views.search(str(kb), query, limit)]
 
     def read_article(self, knowledge_base_id: UUID | str, article_id: UUID | str) -> CurrentArticle:
         """The published article as it stands now. `ArticleNotFound` for an unknown id, a
         draft or another knowledge base's article; `ArticleUnpublished` once unpublished."""
-        kb = self._knowledge_base_uuid(knowledge_base_id)
+        kb = self.known.require(knowledge_base_id)
         self.catch_up()
         parsed = parse_id(article_id)
         row = self.views.article(str(parsed)) if parsed else None
@@ -58,13 +70,13 @@ class Queries(StoreCore):
         no content."""
         if limit < 1:
             raise ValueError(f"a feed page holds at least one event, not {limit}")
-        rows, head = self.feed.select_feed_rows(kb.hex, after, limit)
-        decode_stamp = self.mapper.decode_stamp
+        rows, head = self.log.feed.select_feed_rows(kb.hex, after, limit)
+        decode_stamp = self.log.mapper.decode_stamp
         events: list[FeedEvent] = []
         for nid, article_id, version, topic, state in rows:
             stamp = decode_stamp(topic, state)
             if stamp is None:  # an upcast event: the mapper's full path
-                event = full_decode(self.mapper, (nid, article_id, version, topic, state))
+                event = full_decode(self.log.mapper, (nid, article_id, version, topic, state))
                 stamp = (type(event), event.timestamp)
             events.append(
                 FeedEvent(nid, EVENT_TYPES[stamp[0]], article_id, timestamp_text(stamp[1]))
@@ -101,7 +113,7 @@ class Queries(StoreCore):
     def articles(self, knowledge_base_id: UUID | str) -> list[ArticleSummary]:
         """Every article of the knowledge base, drafts and unpublished ones included, by
         title; `not_found` if there is no such knowledge base."""
-        kb = self._knowledge_base_uuid(knowledge_base_id)
+        kb = self.known.require(knowledge_base_id)
         return [
             ArticleSummary(r["article_id"], r["title"], r["status"], r["version"], r["updated_at"])
             for r in self.views.articles(str(kb))

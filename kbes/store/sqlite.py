@@ -29,7 +29,6 @@ from eventsourcing.sqlite import (
 
 from kbes.domain.errors import Busy, Unavailable
 from kbes.projections.source import StoredRow
-from kbes.store.feed import LogHead
 from kbes.store.internals import StatementCachedPool, new_connection, replace_pool
 from kbes.store.settings import SYNCHRONOUS_ENV, synchronous_mode
 
@@ -240,7 +239,7 @@ def _fetch(
     return cursor.execute(statement, params).fetchall()
 
 
-class FeedApplicationRecorder(SQLiteApplicationRecorder, LogHead):
+class FeedApplicationRecorder(SQLiteApplicationRecorder):
     """Application recorder that also writes the per-knowledge-base feed index, and reads the
     log as kbes.store.feed.FeedReader says."""
 
@@ -336,6 +335,10 @@ class FeedApplicationRecorder(SQLiteApplicationRecorder, LogHead):
             (nid, ids.get(oid) or ids.setdefault(oid, _canonical(oid)), version, topic, state)
             for nid, oid, version, topic, state in rows
         ]
+
+    def head(self) -> int:
+        """The head of the log: its last notification id, 0 when it is empty."""
+        return self.max_notification_id() or 0
 
     def select_feed_rows(
         self, knowledge_base_hex: str, after: int, limit: int
