@@ -155,18 +155,15 @@ class KeyReused(DomainError):
         self.article_id = article_id
 
 
-class WriteContended(Busy):
+class WriteContended(DomainError):
     """A person's write (last writer wins) found, `attempts` times in a row, that another
     process had written the same article first, each time after loading it afresh: nothing
     was written; `article_id` names the article when there is one."""
 
     def __init__(self, attempts: int, article_id: object = None) -> None:
-        DomainError.__init__(self, attempts, article_id)
+        super().__init__(attempts, article_id)
         self.attempts = attempts
         self.article_id = article_id
-
-    def __str__(self) -> str:
-        return DomainError.__str__(self)
 
 
 # Versions -------------------------------------------------------------------------------------
