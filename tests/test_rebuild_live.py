@@ -19,6 +19,7 @@ from views_dump import dump
 from kbes import call_tool, open_store
 from kbes.domain.errors import Busy
 from kbes.projections import fold
+from kbes.tools.refusals import refusal
 
 ARTICLES = 10_000  # a draft and a publish each: 20,000 events
 REBUILDS = 3
@@ -147,8 +148,9 @@ def test_a_rebuild_overtaken_by_another_says_busy(
         def overtake(events: int) -> None:
             other.rebuild()
 
-        with pytest.raises(Busy):
+        with pytest.raises(Busy) as info:
             store.rebuild(progress=overtake)
+        assert refusal(info.value).code == "busy"
         assert dump(store.views) == expected
     finally:
         store.close()
