@@ -11,7 +11,7 @@ import click
 
 from kbes.cli.content import content_options, read_content
 from kbes.cli.options import json_option, print_json, print_table, with_store
-from kbes.cli.refusals import no_version, problem
+from kbes.cli.refusals import no_version, words
 from kbes.domain.clock import format_timestamp
 from kbes.domain.errors import InvalidArgument, NotATime, VersionNotFound
 from kbes.log.history import ArticleState, History, Version
@@ -37,10 +37,10 @@ def as_options() -> Iterator[None]:
     try:
         yield
     except InvalidArgument as e:
-        option = OPTION_OF_FIELD.get(e.details.get("field", ""))
+        option = OPTION_OF_FIELD.get(e.field or "")
         if option is None:
             raise
-        raise click.BadParameter(problem(e), param_hint=option) from None
+        raise click.BadParameter(words(e), param_hint=option) from None
 
 
 @article.command("add")
@@ -159,7 +159,7 @@ def show(
     except VersionNotFound as e:
         raise click.BadParameter(no_version(article_id, e), param_hint="--at") from None
     except NotATime as e:
-        raise click.BadParameter(problem(e), param_hint="--at") from None
+        raise click.BadParameter(words(e), param_hint="--at") from None
     shown = {
         "knowledge_base_id": state.knowledge_base_id,
         "article_id": state.article_id,

@@ -11,7 +11,7 @@ from kbes.cli.options import (
     with_new_store,
     with_store,
 )
-from kbes.cli.refusals import name_refusal, same_name
+from kbes.cli.refusals import same_name, words
 from kbes.domain.limits import name_problem
 from kbes.server.approval import escape
 from kbes.store.application import KnowledgeBaseStore
@@ -27,7 +27,7 @@ def _name(ctx: click.Context, param: click.Parameter, value: str) -> str:
     # the store checks the same rule again (kbes.domain.limits.name_problem).
     fact = name_problem(value.strip())
     if fact is not None:
-        raise click.BadParameter(name_refusal(fact), ctx=ctx, param=param)
+        raise click.BadParameter(words(fact), ctx=ctx, param=param)
     return value
 
 

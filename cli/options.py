@@ -14,7 +14,7 @@ import click
 import msgspec
 
 from kbes.cli.refusals import database_refusal, refusal, semantic_missing
-from kbes.domain.errors import KbesError
+from kbes.domain.errors import DomainError
 from kbes.projections.embedder import SemanticUnavailable
 from kbes.store import probe
 from kbes.store.application import KnowledgeBaseStore, open_store
@@ -171,8 +171,8 @@ def store_at(
         raise NoDatabase(f"cannot open database {redact(db)!r} (--db / KBES_DB): {message}") from e
     try:
         yield store
-    except KbesError as e:
-        raise click.ClickException(refusal(e)) from None
+    except DomainError as fact:
+        raise click.ClickException(refusal(fact)) from None
     finally:
         store.close()
 

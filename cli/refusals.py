@@ -1,28 +1,38 @@
 """The words a person reads when a command is refused, each refusal worded once: the domain and
-the application raise facts (`kbes.domain.errors`), and every command turns them into a line
-that says what to do next in terms of kbes's commands and options. (The words a model reads are
-the agent contract's, `kbes.tools.refusals`.)"""
+the application raise facts (`kbes.domain.errors`), and `WORDS`, one entry per fact, turns each
+into a line that says what to do next in terms of kbes's commands and options; `refusal` is
+what a command prints (`kbes.cli.options.store_at`). The code before the words is the wire's
+(`kbes.tools.refusals`); the words a model reads are the agent contract's."""
 
 from __future__ import annotations
 
 import shlex
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from typing import Any
 
 from kbes.domain.errors import (
     AlreadyPublished,
+    ArticleChanged,
     ArticleElsewhere,
+    ArticleNotFound,
+    ArticleNotInLog,
     ArticleUnknown,
+    ArticleUnpublished,
     BlankName,
     BlankTitle,
-    InvalidArgument,
+    Busy,
+    DiffTooLarge,
+    DomainError,
+    EmptyKey,
     InvalidId,
-    KbesError,
+    KeyReused,
     KnowledgeBaseNotFound,
     NotATime,
     NothingToSave,
     NotPublished,
     TitleCharacter,
     TooLong,
+    Unavailable,
     VersionNotFound,
     WriteContended,
 )
@@ -37,6 +47,7 @@ from kbes.log.importer import (
 from kbes.store import probe
 from kbes.store.probe import sql_name
 from kbes.store.settings import VIEWS_ENV
+from kbes.tools import refusals as wire
 
 BLANK_NAME = "a knowledge base needs a non-empty name"
 
@@ -44,87 +55,105 @@ _WHAT = {"title": "the title", "content": "the content", "name": "the name"}
 _PLURAL = {"title": "titles", "name": "knowledge-base names"}
 
 
-def refusal(e: KbesError) -> str:
-    """What a command says when the store refuses it: the error's code, then the words."""
-    return f"{e.code}: {words(e)}"
+def refusal(fact: DomainError) -> str:
+    """What a command says when the store refuses it: the fact's code, then the words."""
+    return f"{wire.refusal(fact).code}: {words(fact)}"
 
 
-def words(e: KbesError) -> str:
-    if isinstance(e, KnowledgeBaseNotFound):
-        return (
-            f"no knowledge base {e.knowledge_base_id} is available here; "
-            "`kbes kb list` shows the knowledge bases in this database"
-        )
-    if isinstance(e, ArticleElsewhere):
-        return (
-            f"article {e.article_id} is not in knowledge base {e.knowledge_base_id}; "
-            f"`kbes article list --kb {e.knowledge_base_id}` lists its articles"
-        )
-    if isinstance(e, ArticleUnknown):
-        return f"no article {e.article_id}"
-    if isinstance(e, InvalidId):
-        return f"{e.field} {e.value!r} is not a valid id"
-    if isinstance(e, AlreadyPublished):
-        return f"article {e.article_id} is already published"
-    if isinstance(e, NotPublished):
-        return f"article {e.article_id} is not published"
-    if isinstance(e, NothingToSave):
-        return "nothing to save: give new content, a new title, or both"
-    if isinstance(e, BlankName):
-        return BLANK_NAME
-    if isinstance(e, NoMarkdown):
-        return f"no Markdown (*.md) files in {e.folder}"
-    if isinstance(e, NameNotText):
-        return (
-            f"{shown(e.name)}: the file name is not valid UTF-8; rename it (the name is what "
-            "the article's id is made from)"
-        )
-    if isinstance(e, FileNotText):
-        return f"{e.path} is not UTF-8 text: {e.reason}"
-    if isinstance(e, FileBecameLink):
-        return f"{e.path} became a symbolic link during the import; links are never followed"
-    if isinstance(e, FileRefused):
-        what = "its `# ` heading or file name" if e.details.get("field") == "title" else "it"
-        return f"{shown(e.name)}: {problem(e.cause)}; fix {what} and import again"
-    if isinstance(e, WriteContended):
-        what = f"article {e.article_id}" if e.article_id is not None else "its articles"
-        return (
-            f"another process wrote {what} first each of the {e.attempts} times this command "
-            "tried (each time on the article as it then stood); nothing was written, run the "
-            "command again"
-        )
-    if isinstance(e, InvalidArgument):
-        return problem(e)
-    return e.message
+def words(fact: DomainError) -> str:
+    """The person's words for a fact."""
+    return WORDS[type(fact)](fact)
 
 
-def problem(fact: InvalidArgument) -> str:
-    """The domain's refusal of a title or a content (`kbes.domain.limits`), or of a time."""
-    if isinstance(fact, BlankTitle):
-        return "the title is blank; give a few words saying what the article is about"
-    if isinstance(fact, TitleCharacter):
-        what = _WHAT.get(fact.field, fact.field)
-        return (
-            f"{what} has the control or format character U+{ord(fact.char):04X} "
-            f"(category {fact.category}) at position {fact.position}; "
-            f"{_PLURAL.get(fact.field, 'they')} are one line of visible text, so remove it"
-        )
-    if isinstance(fact, TooLong):
-        return (
-            f"{_WHAT.get(fact.field, fact.field)} is {fact.length} characters; "
-            f"the limit is {fact.limit}" + (f" ({fact.variable})" if fact.variable else "")
-        )
-    if isinstance(fact, NotATime):
-        return (
-            f"{fact.value!r} is not an RFC 3339 time with an offset ({fact.reason}); "
-            "pass e.g. 2026-11-30T09:00:00.000000Z"
-        )
-    return fact.message
+def _write_contended(fact: WriteContended) -> str:
+    what = f"article {fact.article_id}" if fact.article_id is not None else "its articles"
+    return (
+        f"another process wrote {what} first each of the {fact.attempts} times this command "
+        "tried (each time on the article as it then stood); nothing was written, run the "
+        "command again"
+    )
 
 
-def name_refusal(fact: InvalidArgument) -> str:
-    """A knowledge base's name refused by the title rule (`kbes.domain.limits.name_problem`)."""
-    return BLANK_NAME if isinstance(fact, BlankName) else problem(fact)
+def _file_refused(fact: FileRefused) -> str:
+    what = "its `# ` heading or file name" if fact.field == "title" else "it"
+    return f"{shown(fact.name)}: {words(fact.cause)}; fix {what} and import again"
+
+
+def _title_character(fact: TitleCharacter) -> str:
+    what = _WHAT.get(fact.field, fact.field)
+    return (
+        f"{what} has the control or format character U+{ord(fact.char):04X} "
+        f"(category {fact.category}) at position {fact.position}; "
+        f"{_PLURAL.get(fact.field, 'they')} are one line of visible text, so remove it"
+    )
+
+
+def _too_long(fact: TooLong) -> str:
+    return (
+        f"{_WHAT.get(fact.field, fact.field)} is {fact.length} characters; "
+        f"the limit is {fact.limit}" + (f" ({fact.variable})" if fact.variable else "")
+    )
+
+
+def _not_a_time(fact: NotATime) -> str:
+    return (
+        f"{fact.value!r} is not an RFC 3339 time with an offset ({fact.reason}); "
+        "pass e.g. 2026-11-30T09:00:00.000000Z"
+    )
+
+
+WORDS: dict[type[DomainError], Callable[[Any], str]] = {
+    KnowledgeBaseNotFound: lambda fact: (
+        f"no knowledge base {fact.knowledge_base_id} is available here; "
+        "`kbes kb list` shows the knowledge bases in this database"
+    ),
+    ArticleNotFound: lambda fact: f"no published article {fact.article_id} in this knowledge base",
+    ArticleUnknown: lambda fact: f"no article {fact.article_id}",
+    ArticleNotInLog: lambda fact: f"no article {fact.article_id} in this log",
+    ArticleElsewhere: lambda fact: (
+        f"article {fact.article_id} is not in knowledge base {fact.knowledge_base_id}; "
+        f"`kbes article list --kb {fact.knowledge_base_id}` lists its articles"
+    ),
+    ArticleUnpublished: lambda fact: (
+        f"article {fact.article_id} was unpublished at {fact.unpublished_at}"
+    ),
+    AlreadyPublished: lambda fact: f"article {fact.article_id} is already published",
+    NotPublished: lambda fact: f"article {fact.article_id} is not published",
+    ArticleChanged: lambda fact: (
+        f"article {fact.article_id} is at {fact.current_version}, not {fact.expected_version}"
+    ),
+    KeyReused: lambda fact: (
+        f"idempotency key {fact.idempotency_key!r} is bound to another edit of {fact.article_id}"
+    ),
+    WriteContended: _write_contended,
+    Busy: lambda fact: fact.reason,
+    Unavailable: lambda fact: fact.reason,
+    VersionNotFound: lambda fact: no_version(fact.article_id, fact),
+    DiffTooLarge: lambda fact: (
+        f"diffing {fact.old_lines} lines into {fact.new_lines} takes over {fact.budget} steps"
+    ),
+    NotATime: _not_a_time,
+    InvalidId: lambda fact: f"{fact.field} {fact.value!r} is not a valid id",
+    BlankName: lambda fact: BLANK_NAME,
+    NothingToSave: lambda fact: "nothing to save: give new content, a new title, or both",
+    BlankTitle: lambda fact: (
+        "the title is blank; give a few words saying what the article is about"
+    ),
+    TitleCharacter: _title_character,
+    EmptyKey: lambda fact: "empty idempotency key",
+    TooLong: _too_long,
+    NoMarkdown: lambda fact: f"no Markdown (*.md) files in {fact.folder}",
+    NameNotText: lambda fact: (
+        f"{shown(fact.name)}: the file name is not valid UTF-8; rename it (the name is what "
+        "the article's id is made from)"
+    ),
+    FileNotText: lambda fact: f"{fact.path} is not UTF-8 text: {fact.reason}",
+    FileBecameLink: lambda fact: (
+        f"{fact.path} became a symbolic link during the import; links are never followed"
+    ),
+    FileRefused: _file_refused,
+}
+"""Each fact in a person's words. One entry per fact (`tests/test_refusal_tables.py`)."""
 
 
 def same_name(name: str, ids: Sequence[str], new_id: str) -> str:
@@ -137,8 +166,8 @@ def same_name(name: str, ids: Sequence[str], new_id: str) -> str:
     )
 
 
-def no_version(article_id: str, e: VersionNotFound) -> str:
-    """`kbes article show --at` a time the article has no version at."""
+def no_version(article_id: object, e: VersionNotFound) -> str:
+    """A time the article has no version at (`kbes article show --at`: named as typed)."""
     return (
         f"article {article_id} never had a version at {e.updated_at}; "
         "`kbes article history` lists its versions"

@@ -16,9 +16,9 @@ import msgspec
 
 from kbes.cli.options import existing_db_option, store_at
 from kbes.cli.search_option import search_option, search_settings
-from kbes.domain.errors import KbesError
 from kbes.domain.limits import encodes
 from kbes.tools import HISTORY_TOOLS, TOOLS, call_tool
+from kbes.tools.codes import KbesError
 
 NAMES = [*TOOLS, *(tool.name for tool in HISTORY_TOOLS)]
 """The four tools every server serves, then the opt-in ones."""

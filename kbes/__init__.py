@@ -9,12 +9,12 @@ from kbes.domain.clock import (
     next_timestamp,
     parse_timestamp,
 )
-from kbes.domain.errors import KbesError
 from kbes.domain.knowledge_base import KnowledgeBase
 from kbes.domain.receipt import EditReceipt
 from kbes.store.application import KnowledgeBaseStore, open_store
 from kbes.store.mapper import MsgspecMapper
 from kbes.tools import HISTORY_TOOLS, TOOLS, Tool, call_tool
+from kbes.tools.codes import KbesError
 
 __all__ = [
     "HISTORY_TOOLS",

@@ -20,8 +20,8 @@ import time
 from typing import Any
 
 from kbes import call_tool, open_store
-from kbes.domain.errors import VersionConflict
 from kbes.store.sqlite import FeedApplicationRecorder
+from kbes.tools.codes import VersionConflict
 
 HANGING = "hanging inside the write transaction"
 

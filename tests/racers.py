@@ -15,7 +15,7 @@ from typing import Any
 import msgspec
 
 from kbes import call_tool, open_store
-from kbes.domain.errors import KbesError
+from kbes.tools.codes import KbesError
 
 RACERS = 8
 

@@ -28,8 +28,8 @@ from mcp_harness import Seed, seed, stdio_client
 
 from kbes import KnowledgeBaseStore, open_store
 from kbes.cli import main
-from kbes.domain.errors import KbesError
 from kbes.tools import TOOLS, call_tool
+from kbes.tools.codes import KbesError
 from kbes.tools.wire import Wire
 
 ROOT = Path(__file__).resolve().parent.parent

@@ -18,10 +18,12 @@ from tool_calls import call
 from kbes import Article, KnowledgeBaseStore, SimulatedClock, open_store
 from kbes.cli import main
 from kbes.domain.article import in_feed
-from kbes.domain.errors import Gone, InvalidArgument, InvalidVersion, NotFound
+from kbes.domain.errors import ArticleNotInLog, NotATime, VersionNotFound
 from kbes.log.export import LogFormatError, LogSource, export_log
 from kbes.log.history import History, StoreSource, article_at, article_versions, unified_diff
 from kbes.tools import HISTORY_TOOLS, TOOLS
+from kbes.tools.codes import Gone, InvalidArgument, InvalidVersion, NotFound
+from kbes.tools.refusals import refusal
 from kbes.tools.wire import ArticleResult, DiffResult, ReadRequest
 
 START = datetime(2026, 11, 30, 9, 0, tzinfo=UTC)
@@ -94,12 +96,12 @@ def test_versions_and_the_article_as_it_was(
     assert as_of is not None and as_of.version == 3
     assert history.article_as_of(article, "2026-11-30T08:00:00Z") is None
 
-    with pytest.raises(InvalidVersion) as garbled:
+    with pytest.raises(VersionNotFound) as garbled:
         article_at(timed, article, "2026-11-30T09:30:00.000001Z")
-    assert garbled.value.code == "invalid"
-    with pytest.raises(NotFound):
+    assert refusal(garbled.value).code == "invalid"
+    with pytest.raises(ArticleNotInLog):
         article_versions(timed, uuid4())
-    with pytest.raises(InvalidArgument):
+    with pytest.raises(NotATime):
         article_at(timed, article, "half past nine")
 
 

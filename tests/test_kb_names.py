@@ -37,7 +37,7 @@ def test_the_library_refuses_a_bad_name_and_writes_nothing(
     head = store.head()
     with pytest.raises(InvalidArgument) as refused:
         store.create_knowledge_base(name)
-    assert refused.value.details["field"] == "name"
+    assert refused.value.field == "name"
     assert store.head() == head
     assert store.knowledge_bases() == []
 

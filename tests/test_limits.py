@@ -80,7 +80,7 @@ def test_the_library_refuses_an_over_long_key(store: KnowledgeBaseStore, kb: str
                 expected_version=datetime.fromisoformat(version["updated_at"]),
                 idempotency_key=key,
             )
-        assert info.value.details["field"] == field
+        assert info.value.field == field
     assert store.head() == head
 
 

@@ -19,12 +19,12 @@ from click.testing import CliRunner
 from kbes import call_tool, open_store
 from kbes.cli import main
 from kbes.domain.article import Article
-from kbes.domain.errors import KbesError
 from kbes.domain.receipt import edit_fingerprint
 from kbes.log.export import LogSource
 from kbes.log.history import History
 from kbes.store.application import KnowledgeBaseStore
 from kbes.store.sqlite import KbesSQLiteFactory
+from kbes.tools.codes import KbesError
 
 FIXTURE = Path(__file__).parent / "fixtures" / "log-3f3f73d"
 KB = "1a88c3ca-cf16-47a2-8751-136a91d2ae3c"

@@ -14,8 +14,9 @@ from views_dump import dump
 
 from kbes import KnowledgeBaseStore, call_tool, format_timestamp, open_store
 from kbes.domain.article import EVENT_TYPES, Article
-from kbes.domain.errors import KbesError
+from kbes.domain.errors import DomainError
 from kbes.domain.knowledge_base import KnowledgeBase
+from kbes.tools.codes import KbesError
 
 WORDS = [
     "alpha",
@@ -93,7 +94,7 @@ def run(store: KnowledgeBaseStore, commands: list[tuple[str, int, list[str]]]) -
                             "idempotency_key": f"k{n}-{len(text)}",
                         },
                     )
-        except KbesError:
+        except (DomainError, KbesError):
             pass  # refusals (publishing twice, stale versions, ...) write nothing
 
 

@@ -17,8 +17,9 @@ from mcp_harness import KBES, stdio_client, text
 from views_dump import dump
 
 from kbes import call_tool, open_store
-from kbes.domain.errors import KbesError
+from kbes.domain.errors import Busy
 from kbes.projections import fold
+from kbes.tools.refusals import refusal
 
 ARTICLES = 10_000  # a draft and a publish each: 20,000 events
 REBUILDS = 3
@@ -147,9 +148,9 @@ def test_a_rebuild_overtaken_by_another_says_busy(
         def overtake(events: int) -> None:
             other.rebuild()
 
-        with pytest.raises(KbesError) as info:
+        with pytest.raises(Busy) as info:
             store.rebuild(progress=overtake)
-        assert info.value.code == "busy"
+        assert refusal(info.value).code == "busy"
         assert dump(store.views) == expected
     finally:
         store.close()

@@ -7,7 +7,6 @@ import anyio
 import pytest
 
 from kbes import KnowledgeBaseStore, format_timestamp
-from kbes.domain.errors import Gone, InvalidArgument, NotFound
 from kbes.server.push import RoutedBus, granted_routes
 from kbes.server.resources import (
     article_uri,
@@ -18,6 +17,7 @@ from kbes.server.resources import (
     version_uri,
 )
 from kbes.tools import call_tool
+from kbes.tools.codes import Gone, InvalidArgument, NotFound
 from kbes.tools.wire import ArticleResult, Citation
 
 

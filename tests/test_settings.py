@@ -15,11 +15,12 @@ import msgspec
 import pytest
 
 from kbes import open_store
-from kbes.domain.errors import InvalidArgument, KbesError
+from kbes.domain.errors import InvalidArgument
 from kbes.domain.limits import DEFAULT_LIMITS, Limits
 from kbes.log.importer import import_folder
 from kbes.store.settings import BadSetting, Settings
 from kbes.tools import TOOLS, call_tool
+from kbes.tools.codes import KbesError
 from kbes.tools.wire import EditRequest, edit_request, limited_edit_request
 
 EDIT = TOOLS["edit_knowledge_article"]
@@ -102,7 +103,7 @@ def test_each_store_applies_and_advertises_its_own_limits(tmp_path: Path) -> Non
         def refused(field: str, call: Callable[..., object], *args: object, **kw: object) -> None:
             with pytest.raises(InvalidArgument) as info:
                 call(*args, **kw)
-            assert info.value.details["field"] == field
+            assert info.value.field == field
 
         refused("title", tight.add_article, kb, "x" * 6, "text")
         refused("content", tight.add_article, kb, "Title", "x" * 11)

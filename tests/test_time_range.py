@@ -17,9 +17,9 @@ from mcp_harness import text
 
 from kbes import KnowledgeBaseStore, call_tool
 from kbes.cli import main
-from kbes.domain.errors import KbesError
 from kbes.server.mcp_server import KbesMCP
 from kbes.tools import HISTORY_TOOLS, TOOLS
+from kbes.tools.codes import KbesError
 from kbes.tools.diff import DIFF_TOOL
 
 OUT_OF_RANGE = ["0001-01-01T00:00:00+05:30", "9999-12-31T23:59:59-05:00"]

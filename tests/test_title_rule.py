@@ -15,8 +15,9 @@ from tool_calls import call, fails
 from kbes import KnowledgeBaseStore
 from kbes.cli import main
 from kbes.domain.article import Article
-from kbes.domain.errors import InvalidArgument, KbesError
+from kbes.domain.errors import InvalidArgument
 from kbes.domain.limits import DEFAULT_LIMITS
+from kbes.tools.codes import KbesError
 
 BAD_TITLES = [
     pytest.param("   ", id="blank"),
@@ -36,11 +37,11 @@ def test_the_aggregate_refuses_a_bad_title(title: str) -> None:
 
     with pytest.raises(InvalidArgument) as info:
         Article.draft(uuid4(), title, "text")
-    assert info.value.details["field"] == "title"
+    assert info.value.field == "title"
     article = Article.draft(uuid4(), "Fine", "text")
     with pytest.raises(InvalidArgument) as info:
         article.save("text", title)
-    assert info.value.details["field"] == "title"
+    assert info.value.field == "title"
     assert article.title == "Fine" and not article.pending_events[1:]
 
 

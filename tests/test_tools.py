@@ -11,8 +11,8 @@ from tool_calls import call, fails
 
 from kbes import KnowledgeBaseStore, call_tool
 from kbes.domain.clock import parse_timestamp
-from kbes.domain.errors import KbesError
 from kbes.domain.receipt import receipt_id
+from kbes.tools.codes import KbesError
 
 
 @pytest.fixture

@@ -8,7 +8,7 @@ import msgspec
 import pytest
 
 from kbes import KnowledgeBaseStore, call_tool
-from kbes.domain.errors import KbesError
+from kbes.tools.codes import KbesError
 
 
 def call(store: KnowledgeBaseStore, name: str, **arguments: Any) -> dict[str, Any]:

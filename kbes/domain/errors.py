@@ -1,147 +1,77 @@
-"""What went wrong, as facts. Each error has a stable `code` (the wire's), and the ids,
-versions, field names and limits involved; `str()` is a plain line for developers. The words
-are each door's: the agent contract words refusals for models (`kbes.tools.refusals`), the CLI
-for people (`kbes.cli.refusals`)."""
+"""What went wrong, as facts: the ids, versions, field names and limits involved, and no more.
+A fact has no wire code and no words: `str()` only lists its fields, for a developer's
+traceback. Each door words facts for its own readers, in one table each: the agent contract
+for models, with the wire's codes (`kbes.tools.refusals`), the CLI for people
+(`kbes.cli.refusals`). Families (`NotFound`, `InvalidArgument`, ...) group facts a caller
+handles alike; only their members are raised."""
 
 from __future__ import annotations
 
-from typing import Any, ClassVar
+
+class DomainError(Exception):
+    """A fact a kbes command was refused for. Each subclass passes its constructor's arguments
+    up and keeps them as attributes, which `str()` lists."""
+
+    def __str__(self) -> str:
+        fields = ", ".join(f"{k}={v!r}" for k, v in vars(self).items())
+        return f"{type(self).__name__}({fields})"
 
 
-class KbesError(Exception):
-    """A failure of a kbes command, reported with a stable code. `message` is the text of the
-    door that raised it, or the plain line of a domain fact; `details` go on the wire beside it."""
-
-    code: ClassVar[str] = "error"
-
-    def __init__(self, message: str, **details: Any) -> None:
-        super().__init__(message)
-        self.message = message
-        self.details = {k: v for k, v in details.items() if v is not None}
-
-    def to_dict(self) -> dict[str, Any]:
-        return {"code": self.code, "message": self.message, **self.details}
+# Families ---------------------------------------------------------------------------------
 
 
-# The codes --------------------------------------------------------------------------------
+class InvalidArgument(DomainError):
+    """A value is malformed or out of range: `field` names it when one can be named."""
+
+    field: str | None = None
 
 
-class InvalidArgument(KbesError):
-    """A tool argument is missing, malformed or out of range."""
-
-    code = "invalid_argument"
+class NotFound(DomainError):
+    """Something named does not exist (or not where it was looked for)."""
 
 
-class NotFound(KbesError):
-    """No such knowledge base or published article (or it is not granted)."""
-
-    code = "not_found"
-
-
-class Gone(KbesError):
+class Gone(DomainError):
     """The article was published once and has since been unpublished."""
 
-    code = "gone"
 
-
-class VersionConflict(KbesError):
-    """The article changed since the version the caller named."""
-
-    code = "version_conflict"
-
-
-class IdempotencyKeyReused(KbesError):
-    """The idempotency key was already used for a different request."""
-
-    code = "idempotency_key_reused"
-
-
-class UnsupportedResourceType(KbesError):
-    """The event feed exists only for the resource types listed."""
-
-    code = "unsupported_resource_type"
-
-
-class InvalidVersion(KbesError):
-    """The article never had a version at that `updated_at`: a garbled or invented citation."""
-
-    code = "invalid"
-
-
-class InvalidState(KbesError):
+class InvalidState(DomainError):
     """The command does not apply to the article in its current state."""
 
-    code = "invalid_state"
+
+class Busy(DomainError):
+    """Another process held the store's write lock (or a projection's writer) too long:
+    nothing was written, and the same call can be retried unchanged. `reason` is the store's
+    account of which lock and why (its engine's own error included)."""
+
+    def __init__(self, reason: str) -> None:
+        super().__init__(reason)
+        self.reason = reason
+
+    def __str__(self) -> str:
+        return self.reason
 
 
-class ApprovalRequired(KbesError):
-    """The server asks before every write, and this client cannot be asked."""
+class Unavailable(DomainError):
+    """The store cannot write now (a full disk, a read-only file, an unreachable log): nothing
+    was written, and the same call can be retried later unchanged. `reason` is the store's
+    account of why (its engine's own error included)."""
 
-    code = "approval_required"
+    def __init__(self, reason: str) -> None:
+        super().__init__(reason)
+        self.reason = reason
 
-
-class EditDeclined(KbesError):
-    """The user declined (or dismissed) the approval of this write."""
-
-    code = "edit_declined"
-
-
-class EditsDisabled(KbesError):
-    """The server was started with `--edits deny`."""
-
-    code = "edits_disabled"
+    def __str__(self) -> str:
+        return self.reason
 
 
-class Unavailable(KbesError):
-    """The store cannot write now (a full disk, a read-only file): nothing was written, and
-    the same call can be retried later unchanged."""
-
-    code = "unavailable"
-
-
-class Busy(KbesError):
-    """Another process held the store's write lock past the lock timeout (KBES_LOCK_TIMEOUT):
-    nothing was written, and the same call can be retried unchanged."""
-
-    code = "busy"
-
-
-class TooLargeToDiff(KbesError):
-    """Two versions differ too much, too intricately, for a diff in bounded time."""
-
-    code = "too_large_to_diff"
-
-
-class WriteContended(Busy):
-    """A person's write (last writer wins) found, `attempts` times in a row, that another
-    process had written the same article first, each time after loading it afresh: nothing
-    was written; `article_id` names the article when there is one."""
-
-    def __init__(self, attempts: int, article_id: object = None) -> None:
-        what = f"article {article_id}" if article_id is not None else "these articles"
-        super().__init__(
-            f"{what} kept being written by another process ({attempts} attempts); "
-            "nothing was written, retry",
-            attempts=attempts,
-        )
-        self.attempts = attempts
-        self.article_id = article_id
-
-
-class InternalError(KbesError):
-    """An unexpected failure; details are in the server's log, never on the wire."""
-
-    code = "internal_error"
-
-
-# The facts: each carries what a door needs to word it ------------------------------------
+# Knowledge bases and articles ----------------------------------------------------------------
 
 
 class KnowledgeBaseNotFound(NotFound):
     """No knowledge base by that id (kept as the caller gave it)."""
 
     def __init__(self, knowledge_base_id: object) -> None:
-        super().__init__(f"no knowledge base {knowledge_base_id}")
+        super().__init__(knowledge_base_id)
         self.knowledge_base_id = knowledge_base_id
 
 
@@ -149,7 +79,7 @@ class ArticleNotFound(NotFound):
     """No published article by that id in the knowledge base (drafts are not found either)."""
 
     def __init__(self, article_id: object) -> None:
-        super().__init__(f"no published article {article_id} in this knowledge base")
+        super().__init__(article_id)
         self.article_id = article_id
 
 
@@ -157,7 +87,15 @@ class ArticleUnknown(NotFound):
     """No article of any status by that id."""
 
     def __init__(self, article_id: object) -> None:
-        super().__init__(f"no article {article_id}")
+        super().__init__(article_id)
+        self.article_id = article_id
+
+
+class ArticleNotInLog(NotFound):
+    """No article by that id in the log a history is read from (`kbes.log.history`)."""
+
+    def __init__(self, article_id: object) -> None:
+        super().__init__(article_id)
         self.article_id = article_id
 
 
@@ -165,7 +103,7 @@ class ArticleElsewhere(NotFound):
     """The article exists, in another knowledge base than the one named."""
 
     def __init__(self, article_id: object, knowledge_base_id: object) -> None:
-        super().__init__(f"article {article_id} is not in knowledge base {knowledge_base_id}")
+        super().__init__(article_id, knowledge_base_id)
         self.article_id = article_id
         self.knowledge_base_id = knowledge_base_id
 
@@ -174,45 +112,16 @@ class ArticleUnpublished(Gone):
     """The article was published once and unpublished at `unpublished_at` (its version)."""
 
     def __init__(self, article_id: object, unpublished_at: str) -> None:
-        super().__init__(
-            f"article {article_id} was unpublished at {unpublished_at}",
-            unpublished_at=unpublished_at,
-        )
+        super().__init__(article_id, unpublished_at)
         self.article_id = article_id
         self.unpublished_at = unpublished_at
-
-
-class ArticleChanged(VersionConflict):
-    """An edit named `expected_version`, and the article is at `current_version` now."""
-
-    def __init__(self, article_id: object, current_version: str, expected_version: str) -> None:
-        super().__init__(
-            f"article {article_id} is at {current_version}, not {expected_version}",
-            current_version=current_version,
-            expected_version=expected_version,
-        )
-        self.article_id = article_id
-        self.current_version = current_version
-        self.expected_version = expected_version
-
-
-class KeyReused(IdempotencyKeyReused):
-    """The idempotency key is bound to another edit (of `article_id`)."""
-
-    def __init__(self, idempotency_key: str, article_id: object) -> None:
-        super().__init__(
-            f"idempotency key {idempotency_key!r} is bound to another edit of {article_id}",
-            field="idempotency_key",
-        )
-        self.idempotency_key = idempotency_key
-        self.article_id = article_id
 
 
 class AlreadyPublished(InvalidState):
     """A publish of an article that is published."""
 
     def __init__(self, article_id: object) -> None:
-        super().__init__(f"article {article_id} is published")
+        super().__init__(article_id)
         self.article_id = article_id
 
 
@@ -220,24 +129,88 @@ class NotPublished(InvalidState):
     """An unpublish of an article that is not published."""
 
     def __init__(self, article_id: object) -> None:
-        super().__init__(f"article {article_id} is not published")
+        super().__init__(article_id)
         self.article_id = article_id
 
 
-class VersionNotFound(InvalidVersion):
-    """The article never had a version at exactly `updated_at`."""
+# Edits ----------------------------------------------------------------------------------------
+
+
+class ArticleChanged(DomainError):
+    """An edit named `expected_version`, and the article is at `current_version` now."""
+
+    def __init__(self, article_id: object, current_version: str, expected_version: str) -> None:
+        super().__init__(article_id, current_version, expected_version)
+        self.article_id = article_id
+        self.current_version = current_version
+        self.expected_version = expected_version
+
+
+class KeyReused(DomainError):
+    """The idempotency key is bound to another edit (of `article_id`)."""
+
+    def __init__(self, idempotency_key: str, article_id: object) -> None:
+        super().__init__(idempotency_key, article_id)
+        self.idempotency_key = idempotency_key
+        self.article_id = article_id
+
+
+class WriteContended(DomainError):
+    """A person's write (last writer wins) found, `attempts` times in a row, that another
+    process had written the same article first, each time after loading it afresh: nothing
+    was written; `article_id` names the article when there is one."""
+
+    def __init__(self, attempts: int, article_id: object = None) -> None:
+        super().__init__(attempts, article_id)
+        self.attempts = attempts
+        self.article_id = article_id
+
+
+# Versions -------------------------------------------------------------------------------------
+
+
+class VersionNotFound(DomainError):
+    """The article never had a version at exactly `updated_at`: a garbled or invented
+    citation."""
 
     def __init__(self, article_id: object, updated_at: str) -> None:
-        super().__init__(f"article {article_id} has no version {updated_at}", updated_at=updated_at)
+        super().__init__(article_id, updated_at)
         self.article_id = article_id
         self.updated_at = updated_at
+
+
+class DiffTooLarge(DomainError):
+    """Diffing `old_lines` lines into `new_lines` would take more than `budget` matcher steps
+    (`kbes.log.line_diff`): the two texts differ too much, too intricately, to diff. An
+    article's diff (`kbes.log.history.unified_diff`) also names the two versions:
+    `since_version` and `updated_at`."""
+
+    def __init__(
+        self,
+        old_lines: int,
+        new_lines: int,
+        budget: int,
+        since_version: str | None = None,
+        updated_at: str | None = None,
+    ) -> None:
+        super().__init__(old_lines, new_lines, budget, since_version, updated_at)
+        self.old_lines = old_lines
+        self.new_lines = new_lines
+        self.budget = budget
+        self.since_version = since_version
+        self.updated_at = updated_at
+
+
+# Values ---------------------------------------------------------------------------------------
 
 
 class NotATime(InvalidArgument):
     """`value` is no RFC 3339 time with an offset (`reason` says why), given as `field`."""
 
+    field: str
+
     def __init__(self, value: object, reason: str, field: str) -> None:
-        super().__init__(f"{field} {value!r}: {reason}", field=field)
+        super().__init__(value, reason, field)
         self.value = value
         self.reason = reason
         self.field = field
@@ -246,8 +219,10 @@ class NotATime(InvalidArgument):
 class InvalidId(InvalidArgument):
     """`value`, given as `field`, is no id."""
 
+    field: str
+
     def __init__(self, field: str, value: object) -> None:
-        super().__init__(f"{field} {value!r} is no id", field=field)
+        super().__init__(field, value)
         self.field = field
         self.value = value
 
@@ -255,32 +230,27 @@ class InvalidId(InvalidArgument):
 class BlankName(InvalidArgument):
     """A knowledge base's name is empty or only blanks."""
 
-    def __init__(self) -> None:
-        super().__init__("blank name", field="name")
-        self.field = "name"
+    field = "name"
 
 
 class NothingToSave(InvalidArgument):
     """A person's save names neither new content nor a new title."""
 
-    def __init__(self) -> None:
-        super().__init__("no content and no title to save")
-
 
 class BlankTitle(InvalidArgument):
     """A title that is empty or only blanks."""
 
-    def __init__(self) -> None:
-        super().__init__("blank title", field="title")
-        self.field = "title"
+    field = "title"
 
 
 class TitleCharacter(InvalidArgument):
     """A title (or, as `field` says, a knowledge base's name) holding `char`, of a refused
     Unicode `category`, at `position`."""
 
+    field: str
+
     def __init__(self, char: str, category: str, position: int, field: str = "title") -> None:
-        super().__init__(f"{field} has U+{ord(char):04X} ({category}) at {position}", field=field)
+        super().__init__(char, category, position, field)
         self.field = field
         self.char = char
         self.category = category
@@ -290,33 +260,18 @@ class TitleCharacter(InvalidArgument):
 class EmptyKey(InvalidArgument):
     """An empty idempotency key."""
 
-    def __init__(self) -> None:
-        super().__init__("empty idempotency key", field="idempotency_key")
-        self.field = "idempotency_key"
+    field = "idempotency_key"
 
 
 class TooLong(InvalidArgument):
     """`field` is `length` characters, over its `limit` (which the setting `variable` raises;
     empty for a fixed limit, as a knowledge base's name has)."""
 
+    field: str
+
     def __init__(self, field: str, length: int, limit: int, variable: str) -> None:
-        super().__init__(f"{field} is {length} characters, over {limit}", field=field)
+        super().__init__(field, length, limit, variable)
         self.field = field
         self.length = length
         self.limit = limit
         self.variable = variable
-
-
-class DiffTooLarge(TooLargeToDiff):
-    """Diffing `old_lines` lines into `new_lines` would take more than `budget` matcher steps
-    (`kbes.log.line_diff`): the two texts differ too much, too intricately, to diff."""
-
-    def __init__(self, old_lines: int, new_lines: int, budget: int) -> None:
-        super().__init__(
-            f"diffing {old_lines} lines into {new_lines} takes over {budget} steps",
-            old_lines=old_lines,
-            new_lines=new_lines,
-        )
-        self.old_lines = old_lines
-        self.new_lines = new_lines
-        self.budget = budget

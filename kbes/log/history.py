@@ -18,7 +18,7 @@ from weakref import WeakKeyDictionary
 
 from kbes.domain.article import EVENT_CLASSES, PUBLISHING, Article, in_feed, markdown
 from kbes.domain.clock import format_timestamp, parse_timestamp
-from kbes.domain.errors import NotATime, NotFound, VersionNotFound
+from kbes.domain.errors import ArticleNotInLog, DiffTooLarge, NotATime, VersionNotFound
 from kbes.domain.ids import parse_id
 from kbes.log.line_diff import bounded_unified_diff
 from kbes.store.application import KnowledgeBaseStore
@@ -246,7 +246,7 @@ class History:
         parsed = parse_id(article_id)
         history = None if parsed is None else self.history(parsed)
         if history is None:
-            raise NotFound(f"no article {article_id} in this log")
+            raise ArticleNotInLog(article_id)
         return history
 
 
@@ -266,8 +266,9 @@ def unified_diff(
     old: ArticleState, new: ArticleState, *, context: int = 3, budget: int | None = None
 ) -> str:
     """A unified diff of the article from `old` to `new`, labelled `<article_id>@<updated_at>`;
-    empty when title and content are the same. With a `budget`, `DiffTooLarge` when the diff
-    would take more than that many matcher steps (`kbes.log.line_diff`)."""
+    empty when title and content are the same. With a `budget`, `DiffTooLarge` (naming the
+    two versions) when the diff would take more than that many matcher steps
+    (`kbes.log.line_diff`)."""
     a = markdown(old.title, old.content).splitlines()
     b = markdown(new.title, new.content).splitlines()
     names = {"fromfile": f"{old.article_id}@{old.updated_at}"}
@@ -275,7 +276,11 @@ def unified_diff(
     if budget is None:
         lines = list(difflib.unified_diff(a, b, n=context, lineterm="", **names))
     else:
-        lines = bounded_unified_diff(a, b, n=context, budget=budget, **names)
+        try:
+            lines = bounded_unified_diff(a, b, n=context, budget=budget, **names)
+        except DiffTooLarge as e:
+            versions = {"since_version": old.updated_at, "updated_at": new.updated_at}
+            raise DiffTooLarge(e.old_lines, e.new_lines, e.budget, **versions) from None
     text = "\n".join(lines)
     return f"{text}\n" if text else ""
 

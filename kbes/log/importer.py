@@ -102,8 +102,10 @@ def _link(path: Path, root: str) -> str:
 class NoMarkdown(InvalidArgument):
     """The folder holds no `*.md` file to import."""
 
+    field = "DIR"
+
     def __init__(self, folder: Path) -> None:
-        super().__init__(f"no *.md in {folder}", field="DIR")
+        super().__init__(folder)
         self.folder = folder
 
 
@@ -111,16 +113,20 @@ class NameNotText(InvalidArgument):
     """A file's name (relative to the folder) is not UTF-8, and the article's id is made from
     it."""
 
+    field = "DIR"
+
     def __init__(self, name: str) -> None:
-        super().__init__(f"{shown(name)}: name not UTF-8", field="DIR")
+        super().__init__(name)
         self.name = name
 
 
 class FileNotText(InvalidArgument):
     """A file is not UTF-8 text (`reason` says where)."""
 
+    field = "DIR"
+
     def __init__(self, path: Path, reason: str) -> None:
-        super().__init__(f"{path}: {reason}", field="DIR")
+        super().__init__(path, reason)
         self.path = path
         self.reason = reason
 
@@ -128,8 +134,10 @@ class FileNotText(InvalidArgument):
 class FileBecameLink(InvalidArgument):
     """A file was swapped for a symbolic link after the folder was listed."""
 
+    field = "DIR"
+
     def __init__(self, path: Path) -> None:
-        super().__init__(f"{path} is now a symbolic link", field="DIR")
+        super().__init__(path)
         self.path = path
 
 
@@ -161,9 +169,10 @@ class FileRefused(InvalidArgument):
     """The domain refused what the file `name` would store (`cause`: a title or a length)."""
 
     def __init__(self, name: str, cause: InvalidArgument) -> None:
-        super().__init__(f"{shown(name)}: {cause}", field=cause.details.get("field"))
+        super().__init__(name, cause)
         self.name = name
         self.cause = cause
+        self.field = cause.field
 
 
 @contextmanager

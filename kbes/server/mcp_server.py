@@ -31,7 +31,6 @@ from mcp.shared.exceptions import MCPError
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 from starlette.types import ASGIApp, Scope
 
-from kbes.domain.errors import KbesError
 from kbes.domain.limits import DEFAULT_LIMITS, Limits
 from kbes.server.approval import approval_message
 from kbes.server.capabilities import KbesServer
@@ -48,11 +47,13 @@ from kbes.server.serve_limits import DEFAULT_SERVE_LIMITS, ServeLimits
 from kbes.server.stdio import AnsweringReadStream
 from kbes.store.application import KnowledgeBaseStore
 from kbes.tools import TOOLS, Admitted, Grants, Tool
+from kbes.tools.codes import KbesError
 from kbes.tools.refusals import (
     approval_required,
     edit_declined,
     edits_disabled,
     internal_error,
+    refusing,
     unknown_tool,
 )
 
@@ -178,7 +179,8 @@ class KbesMCP:
         write, answer. A refusal at any step is raised as its `KbesError`."""
         call = tool.admit(params.arguments, self._caller_grants(), self.store.limits)
         if call.writes:
-            question = await self._approve(ctx, params, call)
+            with refusing(call.asked):  # the approval reads the article: the store may refuse
+                question = await self._approve(ctx, params, call)
             if question is not None:
                 return question
         try:

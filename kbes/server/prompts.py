@@ -15,9 +15,9 @@ import mcp_types as types
 from mcp.server.context import ServerRequestContext
 from mcp.shared.exceptions import MCPError
 
-from kbes.domain.errors import InternalError, KbesError, Unavailable
 from kbes.server.resources import TEMPLATES
 from kbes.store.application import KnowledgeBaseStore
+from kbes.tools.codes import InternalError, KbesError, Unavailable
 from kbes.tools.grants import Grants
 from kbes.tools.prompts import PROMPTS, Prompt, knowledge_base_completions
 from kbes.tools.refusals import unknown_prompt

@@ -36,10 +36,10 @@ from mcp.server.subscriptions import (
 )
 from mcp.shared.exceptions import MCPError
 
-from kbes.domain.errors import NotFound
 from kbes.server.capabilities import honored
 from kbes.server.resources import article_uri, canonical_uri, knowledge_base_uri, parse_uri
 from kbes.store.application import KnowledgeBaseStore
+from kbes.tools.codes import NotFound
 from kbes.tools.grants import Grants, admit
 
 logger = logging.getLogger(__name__)

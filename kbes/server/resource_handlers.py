@@ -19,7 +19,6 @@ import msgspec
 from mcp.server.context import ServerRequestContext
 from mcp.shared.exceptions import MCPError
 
-from kbes.domain.errors import Gone, InternalError, KbesError, Unavailable
 from kbes.server.legacy_subscriptions import LegacySubscriptions
 from kbes.server.push import DEFAULT_INTERVAL, Listen, LogTail, tail_lifespan
 from kbes.server.resources import (
@@ -32,6 +31,7 @@ from kbes.server.resources import (
 )
 from kbes.server.serve_limits import DEFAULT_MAX_SUBSCRIPTIONS
 from kbes.store.application import KnowledgeBaseStore
+from kbes.tools.codes import Gone, InternalError, KbesError, Unavailable
 from kbes.tools.grants import Grants
 from kbes.tools.wire import ArticleResult, Citation, SearchResult
 

@@ -18,25 +18,14 @@ from uuid import UUID
 from mcp.shared.uri_template import UriTemplate
 
 from kbes.domain.article import markdown
-from kbes.domain.errors import (
-    Gone,
-    InvalidArgument,
-    KnowledgeBaseNotFound,
-    NotATime,
-    VersionNotFound,
-)
+from kbes.domain.errors import Gone
 from kbes.domain.ids import canonical_id
 from kbes.log.history import History
 from kbes.store.application import KnowledgeBaseStore
+from kbes.tools.codes import InvalidArgument
 from kbes.tools.grants import Grants, admit
 from kbes.tools.read import read
-from kbes.tools.refusals import (
-    no_knowledge_base,
-    no_published_version,
-    no_version,
-    not_a_resource_uri,
-    not_a_time,
-)
+from kbes.tools.refusals import Asked, no_published_version, not_a_resource_uri, refusing
 from kbes.tools.wire import Citation, ReadRequest
 
 MIME_TYPE = "text/markdown"
@@ -176,15 +165,19 @@ def read_resource(store: KnowledgeBaseStore, uri: str, grants: Grants = None) ->
     (`admit`), and an article is read by the read tool's own answer."""
     address = parse_uri(uri)
     kb = admit(address.knowledge_base_id, grants)
-    if address.article_id is None:
-        return _read_knowledge_base(store, uri, address.knowledge_base_id, kb)
-    request = ReadRequest(
-        knowledge_base_id=address.knowledge_base_id, article_id=address.article_id
-    )
-    if address.updated_at is None:
-        current = read(store, request, kb)
-        return _article_text(uri, current.title, current.content, current.citation, pinned=False)
-    return _read_version(store, uri, request, kb, address.updated_at)
+    asked = Asked(knowledge_base_id=address.knowledge_base_id, article_id=address.article_id)
+    with refusing(asked):
+        if address.article_id is None:
+            return _read_knowledge_base(store, uri, kb)
+        request = ReadRequest(
+            knowledge_base_id=address.knowledge_base_id, article_id=address.article_id
+        )
+        if address.updated_at is None:
+            current = read(store, request, kb)
+            return _article_text(
+                uri, current.title, current.content, current.citation, pinned=False
+            )
+        return _read_version(store, uri, request, kb, address.updated_at)
 
 
 def _read_version(
@@ -194,12 +187,7 @@ def _read_version(
     # refuses; an unpublished article (gone) keeps every version it published.
     with contextlib.suppress(Gone):
         read(store, request, kb)
-    try:
-        state = History.of(store).article_at(request.article_id, updated_at)
-    except VersionNotFound as e:
-        raise no_version(e) from None
-    except NotATime as e:
-        raise not_a_time(e) from None
+    state = History.of(store).article_at(request.article_id, updated_at)
     if not state.published or state.knowledge_base_id != str(kb):
         # A draft-era version was never visible to anyone: not a version of this resource.
         raise no_published_version(request.article_id, state.updated_at)
@@ -229,15 +217,10 @@ def _article_text(
     )
 
 
-def _read_knowledge_base(
-    store: KnowledgeBaseStore, uri: str, knowledge_base_id: str, kb: UUID
-) -> ResourceText:
+def _read_knowledge_base(store: KnowledgeBaseStore, uri: str, kb: UUID) -> ResourceText:
     # The poll tool's own check (unknown) and, in the same read, the log's head: the cursor
     # from which poll_resource_events misses nothing that happens after this read.
-    try:
-        store.require_knowledge_base(kb)
-    except KnowledgeBaseNotFound:
-        raise no_knowledge_base(knowledge_base_id) from None
+    store.require_knowledge_base(kb)
     head = store.head()
     store.catch_up()
     kb_text = str(kb)

@@ -9,18 +9,11 @@ from __future__ import annotations
 from uuid import UUID
 
 from kbes.domain.clock import format_timestamp
-from kbes.domain.errors import DiffTooLarge, KnowledgeBaseNotFound
 from kbes.domain.ids import parse_id
 from kbes.log.history import History, StoreSource, unified_diff
 from kbes.log.line_diff import DIFF_BUDGET
 from kbes.store.application import KnowledgeBaseStore
-from kbes.tools.refusals import (
-    never_published_at,
-    no_article,
-    no_knowledge_base,
-    no_longer_an_answer,
-    too_large_to_diff,
-)
+from kbes.tools.refusals import never_published_at, no_article, no_longer_an_answer
 from kbes.tools.tool import READ_ONLY, Tool
 from kbes.tools.wire import ArticleChange, DiffRequest, DiffResult, cite
 
@@ -30,10 +23,7 @@ def diff_article(store: KnowledgeBaseStore, request: DiffRequest, kb: UUID) -> D
     (or draft) article, `invalid` if it never had a published version at `since_version`,
     `gone` if it is unpublished now; `too_large_to_diff` if the two versions differ too much,
     too intricately, to diff within `DIFF_BUDGET` (the agent reads the article instead)."""
-    try:
-        store.require_knowledge_base(kb)
-    except KnowledgeBaseNotFound:
-        raise no_knowledge_base(request.knowledge_base_id) from None
+    store.require_knowledge_base(kb)
     history = History(StoreSource(store))
     article_id = parse_id(request.article_id)
     article = None if article_id is None else history.history(article_id)
@@ -59,10 +49,7 @@ def diff_article(store: KnowledgeBaseStore, request: DiffRequest, kb: UUID) -> D
         for v in article.polled()
         if v.version > cited.version
     ]
-    try:
-        diff = unified_diff(old, new, budget=DIFF_BUDGET)
-    except DiffTooLarge as e:
-        raise too_large_to_diff(e, request.article_id, since, new.updated_at) from None
+    diff = unified_diff(old, new, budget=DIFF_BUDGET)
     return DiffResult(
         knowledge_base_id=str(kb),
         article_id=new.article_id,

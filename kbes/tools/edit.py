@@ -8,38 +8,21 @@ from uuid import UUID
 from msgspec import UNSET
 
 from kbes.domain.clock import format_timestamp
-from kbes.domain.errors import (
-    ArticleChanged,
-    ArticleNotFound,
-    ArticleUnpublished,
-    KeyReused,
-    KnowledgeBaseNotFound,
-)
 from kbes.store.application import KnowledgeBaseStore
 from kbes.store.results import Edited
-from kbes.tools.refusals import key_reused, not_editable, not_found, version_conflict
 from kbes.tools.tool import WRITE, Tool
 from kbes.tools.wire import EditRequest, EditResult, cite
 
 
 def edit(store: KnowledgeBaseStore, request: EditRequest, kb: UUID) -> EditResult:
-    try:
-        edited = store.edit_article(
-            kb,
-            request.article_id,
-            request.content,
-            expected_version=request.expected_version,
-            idempotency_key=request.idempotency_key,
-            title=None if request.title is UNSET else request.title,
-        )
-    except (KnowledgeBaseNotFound, ArticleNotFound) as e:
-        raise not_found(e, request.knowledge_base_id, request.article_id) from None
-    except ArticleUnpublished as e:
-        raise not_editable(request.article_id, e.unpublished_at) from None
-    except ArticleChanged as e:
-        raise version_conflict(e) from None
-    except KeyReused as e:
-        raise key_reused(e) from None
+    edited = store.edit_article(
+        kb,
+        request.article_id,
+        request.content,
+        expected_version=request.expected_version,
+        idempotency_key=request.idempotency_key,
+        title=None if request.title is UNSET else request.title,
+    )
     return edit_result(edited)
 
 

@@ -5,13 +5,8 @@ from __future__ import annotations
 
 from uuid import UUID
 
-from kbes.domain.errors import KnowledgeBaseNotFound
 from kbes.store.application import KnowledgeBaseStore
-from kbes.tools.refusals import (
-    no_knowledge_base,
-    past_the_head,
-    unsupported_resource_type,
-)
+from kbes.tools.refusals import past_the_head, unsupported_resource_type
 from kbes.tools.tool import READ_ONLY, Tool
 from kbes.tools.wire import PollRequest, PollResult, ResourceEvent
 
@@ -27,10 +22,7 @@ def resource(request: PollRequest) -> str:
 
 
 def poll(store: KnowledgeBaseStore, request: PollRequest, kb: UUID) -> PollResult:
-    try:
-        store.require_knowledge_base(kb)
-    except KnowledgeBaseNotFound:
-        raise no_knowledge_base(request.resource_id) from None
+    store.require_knowledge_base(kb)
     page = store.feed_page(kb, request.after_sequence, request.limit)
     if request.after_sequence > page.head:
         # No sequence past the head was ever returned: a garbled or foreign cursor, which

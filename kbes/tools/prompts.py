@@ -14,12 +14,12 @@ from dataclasses import dataclass
 from string import Template
 from typing import TYPE_CHECKING
 
-from kbes.domain.errors import KnowledgeBaseNotFound
 from kbes.tools.grants import Grants, admit
 from kbes.tools.refusals import (
-    no_knowledge_base,
+    Asked,
     not_a_cursor,
     prompt_argument_missing,
+    refusing,
     unknown_prompt_argument,
 )
 
@@ -76,10 +76,8 @@ class Prompt:
                 continue
             if argument.completes:
                 value = str(admit(value, grants))
-                try:
+                with refusing(Asked(knowledge_base_id=values[argument.name])):
                     store.require_knowledge_base(value)
-                except KnowledgeBaseNotFound:
-                    raise no_knowledge_base(values[argument.name]) from None
             elif argument.name == "cursor" and not (value.isascii() and value.isdigit()):
                 raise not_a_cursor(value)
             words[argument.name] = value

@@ -4,20 +4,13 @@ from __future__ import annotations
 
 from uuid import UUID
 
-from kbes.domain.errors import ArticleNotFound, ArticleUnpublished, KnowledgeBaseNotFound
 from kbes.store.application import KnowledgeBaseStore
-from kbes.tools.refusals import no_longer_an_answer, not_found
 from kbes.tools.tool import READ_ONLY, Tool
 from kbes.tools.wire import ArticleResult, ReadRequest, cite
 
 
 def read(store: KnowledgeBaseStore, request: ReadRequest, kb: UUID) -> ArticleResult:
-    try:
-        article = store.read_article(kb, request.article_id)
-    except (KnowledgeBaseNotFound, ArticleNotFound) as e:
-        raise not_found(e, request.knowledge_base_id, request.article_id) from None
-    except ArticleUnpublished as e:
-        raise no_longer_an_answer(request.article_id, e.unpublished_at) from None
+    article = store.read_article(kb, request.article_id)
     kb_text = str(kb)
     return ArticleResult(
         knowledge_base_id=kb_text,

@@ -1,37 +1,69 @@
 """The words a model reads when kbes refuses, each refusal worded once: what went wrong and what
-to do next. The domain and the application raise facts (`kbes.domain.errors`); the tools, the
-MCP server and its resources raise the errors made here, whose JSON is the wire's."""
+to do next. The domain and the application raise facts (`kbes.domain.errors`), which `REFUSALS`
+words, one entry per fact, into the wire's refusals (`kbes.tools.codes`); `refusing` applies it
+where a call is answered. The tools, the MCP server and its resources raise the refusals made
+here for what only they refuse."""
 
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass
+from typing import Any
 
 import msgspec
 
 from kbes.domain.errors import (
-    ApprovalRequired,
+    AlreadyPublished,
     ArticleChanged,
+    ArticleElsewhere,
+    ArticleNotFound,
+    ArticleNotInLog,
+    ArticleUnknown,
+    ArticleUnpublished,
+    BlankName,
     BlankTitle,
+    Busy,
     DiffTooLarge,
+    DomainError,
+    EmptyKey,
+    InvalidId,
+    KeyReused,
+    KnowledgeBaseNotFound,
+    NotATime,
+    NothingToSave,
+    NotPublished,
+    TitleCharacter,
+    TooLong,
+    Unavailable,
+    VersionNotFound,
+    WriteContended,
+)
+from kbes.log.importer import (
+    FileBecameLink,
+    FileNotText,
+    FileRefused,
+    NameNotText,
+    NoMarkdown,
+    shown,
+)
+from kbes.tools import codes
+from kbes.tools.codes import (
+    ApprovalRequired,
     EditDeclined,
     EditsDisabled,
-    EmptyKey,
     Gone,
     IdempotencyKeyReused,
     InternalError,
     InvalidArgument,
+    InvalidState,
     InvalidVersion,
-    KeyReused,
-    KnowledgeBaseNotFound,
-    NotATime,
+    KbesError,
     NotFound,
-    TitleCharacter,
     TooLargeToDiff,
-    TooLong,
     UnsupportedResourceType,
     VersionConflict,
-    VersionNotFound,
 )
 
 # Ids --------------------------------------------------------------------------------------
@@ -61,14 +93,6 @@ def no_article(article_id: object) -> NotFound:
     )
 
 
-def not_found(e: NotFound, knowledge_base_id: object, article_id: object) -> NotFound:
-    """The `not_found` of the tools that take both ids (read, edit): which of the two names
-    nothing, and what to do."""
-    if isinstance(e, KnowledgeBaseNotFound):
-        return no_knowledge_base(knowledge_base_id)
-    return no_article(article_id)
-
-
 # Versions ---------------------------------------------------------------------------------
 
 
@@ -78,33 +102,6 @@ def no_longer_an_answer(article_id: object, unpublished_at: str) -> Gone:
         f"article {article_id} was unpublished at {unpublished_at}; it is no longer an answer. "
         "Search again for a current article.",
         unpublished_at=unpublished_at,
-    )
-
-
-def not_editable(article_id: object, unpublished_at: str) -> Gone:
-    """An edit of an article unpublished since."""
-    return Gone(
-        f"article {article_id} was unpublished at {unpublished_at}; "
-        "it cannot be edited through this tool",
-        unpublished_at=unpublished_at,
-    )
-
-
-def version_conflict(e: ArticleChanged) -> VersionConflict:
-    return VersionConflict(
-        f"article {e.article_id} changed since {e.expected_version}: its current version "
-        f"is {e.current_version}. Read it again, re-apply your change to the current "
-        "content, and edit with the new version.",
-        current_version=e.current_version,
-        expected_version=e.expected_version,
-    )
-
-
-def key_reused(e: KeyReused) -> IdempotencyKeyReused:
-    return IdempotencyKeyReused(
-        f"idempotency_key {e.idempotency_key!r} was already used for a different edit "
-        f"(article {e.article_id}); use a new key for a new change",
-        field="idempotency_key",
     )
 
 
@@ -118,44 +115,12 @@ def never_published_at(article_id: object, since_version: str) -> InvalidVersion
     )
 
 
-def too_large_to_diff(
-    e: DiffTooLarge, article_id: object, since_version: str, updated_at: str
-) -> TooLargeToDiff:
-    """A diff whose two versions differ too much, too intricately, to diff in bounded time."""
-    return TooLargeToDiff(
-        f"article {article_id} changed too much since {since_version} to diff: its "
-        f"{e.old_lines} lines then and {e.new_lines} lines now differ in too many places. "
-        "Call read_knowledge_article to read it as it is now, and cite that read's citation.",
-        since_version=since_version,
-        updated_at=updated_at,
-        old_lines=e.old_lines,
-        new_lines=e.new_lines,
-    )
-
-
-def no_version(e: VersionNotFound) -> InvalidVersion:
-    """A version-pinned resource at a time the article has no version at."""
-    return InvalidVersion(
-        f"article {e.article_id} never had a version at {e.updated_at}; check the citation's "
-        "updated_at",
-        updated_at=e.updated_at,
-    )
-
-
 def no_published_version(article_id: object, updated_at: str) -> NotFound:
     """A version-pinned resource at a draft-era version, which nobody could see."""
     return NotFound(
         f"article {article_id} has no published version at {updated_at}; "
         "check the citation's updated_at, or read the article's current URI",
         updated_at=updated_at,
-    )
-
-
-def not_a_time(e: NotATime) -> InvalidArgument:
-    return InvalidArgument(
-        f"{e.value!r} is not an RFC 3339 time with an offset ({e.reason}); "
-        "pass e.g. 2026-11-30T09:00:00.000000Z",
-        field=e.field,
     )
 
 
@@ -185,28 +150,6 @@ NOT_UNICODE = (
     "Expected text, got a lone surrogate (an escape such as \\ud800 alone), which is not "
     "Unicode text"
 )
-
-_WHAT = {"title": "the title", "content": "the content", "idempotency_key": "the idempotency key"}
-
-
-def problem(fact: InvalidArgument) -> str:
-    """The domain's refusal of a title, a content or a key (`kbes.domain.limits`), in words."""
-    if isinstance(fact, BlankTitle):
-        return "the title is blank; give a few words saying what the article is about"
-    if isinstance(fact, TitleCharacter):
-        return (
-            f"the title has the control or format character U+{ord(fact.char):04X} "
-            f"(category {fact.category}) at position {fact.position}; titles are one line of "
-            "visible text, so remove it"
-        )
-    if isinstance(fact, EmptyKey):
-        return "the idempotency key is empty; pass a key unique to this change, e.g. a UUID"
-    if isinstance(fact, TooLong):
-        return (
-            f"{_WHAT.get(fact.field, fact.field)} is {fact.length} characters; "
-            f"the limit is {fact.limit} ({fact.variable})"
-        )
-    return fact.message
 
 
 def not_unicode(field: str | None) -> InvalidArgument:
@@ -357,3 +300,198 @@ def too_many_sessions(who: str, limit: int, idle_seconds: float) -> str:
         "(kbes serve --max-sessions-per-client); end sessions you no longer use with HTTP "
         f"DELETE, or retry once one has been idle for {idle_seconds:g} s and has expired"
     )
+
+
+# The facts ----------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Asked:
+    """What the caller asked, as they wrote it, for the words of a refusal of it: a refusal
+    names the ids as sent (a store names the knowledge base by the UUID it parsed), and an
+    unpublished article is worded for a write or for a read."""
+
+    knowledge_base_id: object = None
+    article_id: object = None
+    writes: bool = False
+
+
+NOT_ASKED = Asked()
+"""For a fact met outside any one call's question: it is worded by its own fields."""
+
+
+def _unknown_knowledge_base(fact: KnowledgeBaseNotFound, asked: Asked) -> NotFound:
+    given = asked.knowledge_base_id
+    return no_knowledge_base(fact.knowledge_base_id if given is None else given)
+
+
+def _no_article(fact: ArticleNotFound, asked: Asked) -> NotFound:
+    return no_article(fact.article_id)
+
+
+def _unpublished(fact: ArticleUnpublished, asked: Asked) -> Gone:
+    if not asked.writes:
+        return no_longer_an_answer(fact.article_id, fact.unpublished_at)
+    return Gone(
+        f"article {fact.article_id} was unpublished at {fact.unpublished_at}; "
+        "it cannot be edited through this tool",
+        unpublished_at=fact.unpublished_at,
+    )
+
+
+def _version_conflict(fact: ArticleChanged, asked: Asked) -> VersionConflict:
+    return VersionConflict(
+        f"article {fact.article_id} changed since {fact.expected_version}: its current version "
+        f"is {fact.current_version}. Read it again, re-apply your change to the current "
+        "content, and edit with the new version.",
+        current_version=fact.current_version,
+        expected_version=fact.expected_version,
+    )
+
+
+def _key_reused(fact: KeyReused, asked: Asked) -> IdempotencyKeyReused:
+    return IdempotencyKeyReused(
+        f"idempotency_key {fact.idempotency_key!r} was already used for a different edit "
+        f"(article {fact.article_id}); use a new key for a new change",
+        field="idempotency_key",
+    )
+
+
+def _too_large_to_diff(fact: DiffTooLarge, asked: Asked) -> TooLargeToDiff:
+    """A diff whose two versions differ too much, too intricately, to diff in bounded time."""
+    return TooLargeToDiff(
+        f"article {asked.article_id} changed too much since {fact.since_version} to diff: its "
+        f"{fact.old_lines} lines then and {fact.new_lines} lines now differ in too many places. "
+        "Call read_knowledge_article to read it as it is now, and cite that read's citation.",
+        since_version=fact.since_version,
+        updated_at=fact.updated_at,
+        old_lines=fact.old_lines,
+        new_lines=fact.new_lines,
+    )
+
+
+def _no_version(fact: VersionNotFound, asked: Asked) -> InvalidVersion:
+    """A version-pinned resource at a time the article has no version at."""
+    return InvalidVersion(
+        f"article {fact.article_id} never had a version at {fact.updated_at}; check the "
+        "citation's updated_at",
+        updated_at=fact.updated_at,
+    )
+
+
+def _not_a_time(fact: NotATime, asked: Asked) -> InvalidArgument:
+    return InvalidArgument(
+        f"{fact.value!r} is not an RFC 3339 time with an offset ({fact.reason}); "
+        "pass e.g. 2026-11-30T09:00:00.000000Z",
+        field=fact.field,
+    )
+
+
+def _blank_title(fact: BlankTitle, asked: Asked) -> InvalidArgument:
+    return InvalidArgument(
+        "the title is blank; give a few words saying what the article is about", field="title"
+    )
+
+
+def _title_character(fact: TitleCharacter, asked: Asked) -> InvalidArgument:
+    return InvalidArgument(
+        f"the title has the control or format character U+{ord(fact.char):04X} "
+        f"(category {fact.category}) at position {fact.position}; titles are one line of "
+        "visible text, so remove it",
+        field=fact.field,
+    )
+
+
+def _empty_key(fact: EmptyKey, asked: Asked) -> InvalidArgument:
+    return InvalidArgument(
+        "the idempotency key is empty; pass a key unique to this change, e.g. a UUID",
+        field="idempotency_key",
+    )
+
+
+_WHAT = {"title": "the title", "content": "the content", "idempotency_key": "the idempotency key"}
+
+
+def _too_long(fact: TooLong, asked: Asked) -> InvalidArgument:
+    return InvalidArgument(
+        f"{_WHAT.get(fact.field, fact.field)} is {fact.length} characters; "
+        f"the limit is {fact.limit} ({fact.variable})",
+        field=fact.field,
+    )
+
+
+def _write_contended(fact: WriteContended, asked: Asked) -> codes.Busy:
+    what = f"article {fact.article_id}" if fact.article_id is not None else "these articles"
+    return codes.Busy(
+        f"{what} kept being written by another process ({fact.attempts} attempts); "
+        "nothing was written, retry",
+        attempts=fact.attempts,
+    )
+
+
+def _file_refused(fact: FileRefused, asked: Asked) -> InvalidArgument:
+    return InvalidArgument(
+        f"{shown(fact.name)}: {refusal(fact.cause, asked).message}", field=fact.cause.field
+    )
+
+
+REFUSALS: dict[type[DomainError], Callable[[Any, Asked], KbesError]] = {
+    KnowledgeBaseNotFound: _unknown_knowledge_base,
+    ArticleNotFound: _no_article,
+    ArticleUnknown: lambda fact, asked: NotFound(f"no article {fact.article_id}"),
+    ArticleNotInLog: lambda fact, asked: NotFound(f"no article {fact.article_id} in this log"),
+    ArticleElsewhere: lambda fact, asked: NotFound(
+        f"article {fact.article_id} is not in knowledge base {fact.knowledge_base_id}"
+    ),
+    ArticleUnpublished: _unpublished,
+    AlreadyPublished: lambda fact, asked: InvalidState(f"article {fact.article_id} is published"),
+    NotPublished: lambda fact, asked: InvalidState(f"article {fact.article_id} is not published"),
+    ArticleChanged: _version_conflict,
+    KeyReused: _key_reused,
+    WriteContended: _write_contended,
+    Busy: lambda fact, asked: codes.Busy(fact.reason),
+    Unavailable: lambda fact, asked: codes.Unavailable(fact.reason),
+    VersionNotFound: _no_version,
+    DiffTooLarge: _too_large_to_diff,
+    NotATime: _not_a_time,
+    InvalidId: lambda fact, asked: InvalidArgument(
+        f"{fact.field} {fact.value!r} is no id", field=fact.field
+    ),
+    BlankName: lambda fact, asked: InvalidArgument("blank name", field="name"),
+    NothingToSave: lambda fact, asked: InvalidArgument("no content and no title to save"),
+    BlankTitle: _blank_title,
+    TitleCharacter: _title_character,
+    EmptyKey: _empty_key,
+    TooLong: _too_long,
+    NoMarkdown: lambda fact, asked: InvalidArgument(f"no *.md in {fact.folder}", field="DIR"),
+    NameNotText: lambda fact, asked: InvalidArgument(
+        f"{shown(fact.name)}: name not UTF-8", field="DIR"
+    ),
+    FileNotText: lambda fact, asked: InvalidArgument(f"{fact.path}: {fact.reason}", field="DIR"),
+    FileBecameLink: lambda fact, asked: InvalidArgument(
+        f"{fact.path} is now a symbolic link", field="DIR"
+    ),
+    FileRefused: _file_refused,
+}
+"""Each fact's refusal on the wire: its code, the model's words and the details beside them,
+for what the caller `Asked`. One entry per fact (`tests/test_refusal_tables.py`)."""
+
+
+def refusal(fact: DomainError, asked: Asked = NOT_ASKED) -> KbesError:
+    """The wire's refusal of `fact` for what the caller asked."""
+    return REFUSALS[type(fact)](fact, asked)
+
+
+def problem(fact: DomainError) -> str:
+    """The model's words for a fact, alone (what a request's own check says of a value)."""
+    return refusal(fact).message
+
+
+@contextmanager
+def refusing(asked: Asked = NOT_ASKED) -> Iterator[None]:
+    """The one place a call's facts become the wire's refusals: where a tool call, a resource
+    read or a prompt is answered."""
+    try:
+        yield
+    except DomainError as fact:
+        raise refusal(fact, asked) from None

@@ -4,18 +4,13 @@ from __future__ import annotations
 
 from uuid import UUID
 
-from kbes.domain.errors import KnowledgeBaseNotFound
 from kbes.store.application import KnowledgeBaseStore
-from kbes.tools.refusals import no_knowledge_base
 from kbes.tools.tool import READ_ONLY, Tool
 from kbes.tools.wire import SearchHit, SearchRequest, SearchResult, cite
 
 
 def search(store: KnowledgeBaseStore, request: SearchRequest, kb: UUID) -> SearchResult:
-    try:
-        hits = store.search(kb, request.query, request.limit)
-    except KnowledgeBaseNotFound:
-        raise no_knowledge_base(request.knowledge_base_id) from None
+    hits = store.search(kb, request.query, request.limit)
     kb_text = str(kb)
     return SearchResult(
         knowledge_base_id=kb_text,

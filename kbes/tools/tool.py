@@ -16,10 +16,11 @@ from uuid import UUID
 import msgspec
 
 from kbes.domain.clock import parse_timestamp, sub_microsecond
-from kbes.domain.errors import InvalidArgument, NotATime
+from kbes.domain.errors import NotATime
 from kbes.domain.limits import DEFAULT_LIMITS, Limits, encodes
+from kbes.tools.codes import InvalidArgument
 from kbes.tools.grants import Grants, admit
-from kbes.tools.refusals import invalid_argument, not_a_time, not_unicode
+from kbes.tools.refusals import Asked, invalid_argument, not_unicode, refusal, refusing
 from kbes.tools.wire import Request
 
 if TYPE_CHECKING:
@@ -143,8 +144,19 @@ class Admitted:
         return self.tool.writes
 
     def answer(self, store: KnowledgeBaseStore) -> msgspec.Struct:
-        """The second step: run the tool on the store (raising its `KbesError` refusals)."""
-        return self.tool.answer(store, self.request, self.knowledge_base)
+        """The second step: run the tool on the store. The facts it is refused for become
+        the wire's refusals (`KbesError`) here, worded for what the caller asked."""
+        with refusing(self.asked):
+            return self.tool.answer(store, self.request, self.knowledge_base)
+
+    @property
+    def asked(self) -> Asked:
+        """The call's ids as the caller wrote them, and whether it writes."""
+        return Asked(
+            knowledge_base_id=self.tool.scope(self.request),
+            article_id=getattr(self.request, "article_id", None),
+            writes=self.writes,
+        )
 
 
 @functools.cache
@@ -176,7 +188,7 @@ def refuse_sub_microsecond(
             try:
                 parse_timestamp(raw)
             except ValueError as e:
-                raise not_a_time(NotATime(raw, str(e), name)) from None
+                raise refusal(NotATime(raw, str(e), name)) from None
 
 
 def lone_surrogate(arguments: Any) -> InvalidArgument:
