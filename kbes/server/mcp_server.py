@@ -36,6 +36,7 @@ from kbes.domain.limits import DEFAULT_LIMITS, Limits
 from kbes.server.approval import approval_message
 from kbes.server.capabilities import KbesServer
 from kbes.server.edit_policy import EDIT_POLICIES, EditPolicy
+from kbes.server.failures import ContainFailures, unforeseen
 from kbes.server.http_auth import Tokens, TokensFile, TokensFileVerifier, narrow
 from kbes.server.http_sessions import SessionGuard, header
 from kbes.server.identity import SERVER_NAME, SERVER_TITLE, server_version
@@ -142,6 +143,8 @@ class KbesMCP:
             else RequestStateSecurity.ephemeral()
         )
         self.server.middleware.append(RequestStateBoundary(security, default_audience=name))
+        # Innermost, around every handler: a failure that is no Exception fails one request.
+        self.server.middleware.append(ContainFailures())
 
     # Handlers -----------------------------------------------------------------------------
 
@@ -189,8 +192,12 @@ class KbesMCP:
                 result = await self._in_thread(call.answer, self.store)
         except KbesError:
             raise
-        except Exception:
-            logger.exception("tool %s failed", tool.name)
+        except BaseException as e:
+            # A Rust panic (pyo3's PanicException) is a BaseException: answered too, so it
+            # never reaches the SDK's session manager (kbes.server.failures).
+            if not isinstance(e, Exception) and not unforeseen(e):
+                raise
+            logger.error("tool %s failed", tool.name, exc_info=e)
             raise internal_error(tool.name) from None
         return with_links(ok_result(result), result)
 
