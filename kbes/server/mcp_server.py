@@ -44,6 +44,7 @@ from kbes.server.in_flight import InFlightLimit
 from kbes.server.prompts import prompt_handlers
 from kbes.server.push import DEFAULT_INTERVAL
 from kbes.server.query_redaction import ACCESS_LOGGER
+from kbes.server.rebinding import local_only
 from kbes.server.resource_handlers import resource_handlers, with_links
 from kbes.server.serve_limits import DEFAULT_SERVE_LIMITS, ServeLimits
 from kbes.server.stdio import AnsweringReadStream
@@ -296,6 +297,9 @@ class KbesMCP:
             verifier = TokensFileVerifier(self.tokens)
         app = self.server.streamable_http_app(
             host=host,
+            # Without tokens, only requests addressed to this server (kbes.server.rebinding);
+            # with them, the SDK's default (the check on 127.0.0.1, localhost and ::1).
+            transport_security=local_only(url_host(host)) if self.tokens is None else None,
             auth=auth,
             token_verifier=verifier,
             session_idle_timeout=self.limits.session_idle_timeout,
