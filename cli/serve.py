@@ -274,11 +274,10 @@ def serve(
             f"search {store.settings.search}"
         )
         try:
-            anyio.run(lambda: mcp.serve_http(sock, log_level=log_level))
-        except KeyboardInterrupt:
-            pass
+            stopped_by = anyio.run(lambda: mcp.serve_http(sock, log_level=log_level))
         finally:
             sock.close()
+        note(f"kbes serve: stopped ({stopped_by or 'the server ended'})")
 
 
 def refuse_http_only_options(*names: str) -> None:

@@ -48,6 +48,7 @@ from kbes.server.rebinding import local_only
 from kbes.server.resource_handlers import resource_handlers, with_links
 from kbes.server.serve_limits import DEFAULT_SERVE_LIMITS, ServeLimits
 from kbes.server.stdio import AnsweringReadStream
+from kbes.server.stop_signal import StopSignal
 from kbes.store.application import KnowledgeBaseStore
 from kbes.tools import TOOLS, Admitted, Grants, Tool
 from kbes.tools.refusals import (
@@ -75,6 +76,9 @@ HEAVY_THREADS = 1
 """Of those, how many may run heavy work at once (a diff, an approval prompt's diff): each is
 bounded (`kbes.log.line_diff`), and one at a time leaves the other threads, and most of the
 GIL, to searches and reads."""
+STOP_GRACE = 2.0
+"""Seconds a stopping HTTP server lets the requests in flight finish before it ends them
+(within hypercorn's own graceful timeout, 3 s, past which it cancels them noisily)."""
 
 
 # The server ------------------------------------------------------------------------------------
@@ -321,8 +325,9 @@ class KbesMCP:
         holder = self.tokens.holder(token.strip()) if scheme.lower() == "bearer" else None
         return None if holder is None else f"token {holder.name}"
 
-    async def serve_http(self, sock: socket.socket, *, log_level: str = "warning") -> None:
-        """Serve streamable HTTP on an already bound socket until SIGINT or SIGTERM, with the
+    async def serve_http(self, sock: socket.socket, *, log_level: str = "warning") -> str | None:
+        """Serve streamable HTTP on an already bound socket until SIGINT or SIGTERM (the
+        signal's name is returned), with the
         connection limits and timeouts of `self.limits` (docs/operations.md). Hypercorn, not
         uvicorn: its keep-alive timer runs from a connection's opening (and from each
         response) until the next request's headers are complete, so a client that never
@@ -343,11 +348,26 @@ class KbesMCP:
             config.accesslog = logging.getLogger(ACCESS_LOGGER)
             # The request line as uvicorn prints it, with the path but not the query string.
             config.access_log_format = '%(h)s - "%(m)s %(U)s HTTP/%(H)s" %(s)s'
+        stop = StopSignal()
+
+        async def stopping() -> None:
+            await stop.event.wait()
+            await app.drain(STOP_GRACE)
+
+        async def run_server() -> None:
+            # Our trigger, not hypercorn's own signal handlers, so a stop is a graceful return;
+            # and hypercorn in a task of its own: on Python 3.11 the asyncio.TaskGroup it stops
+            # leaves its task's cancel count raised, which in the main task turned every stop
+            # into a CancelledError traceback and exit status 1 (issue 35, defect 10).
+            await serve(app, config, mode="asgi", shutdown_trigger=stopping)  # type: ignore[arg-type]
+            tasks.cancel_scope.cancel()
+
         async with anyio.create_task_group() as tasks:
+            await tasks.start(stop.watch)
             if self.sessions is not None:
                 tasks.start_soon(self.sessions.run)
-            await serve(app, config, mode="asgi")  # type: ignore[arg-type]
-            tasks.cancel_scope.cancel()
+            tasks.start_soon(run_server)
+        return stop.received
 
 
 # Wire shapes --------------------------------------------------------------------------------
