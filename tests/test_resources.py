@@ -3,6 +3,8 @@ routing (kbes.server.push), without a server: the edges the MCP tests do not rea
 
 from __future__ import annotations
 
+import uuid
+
 import anyio
 import pytest
 
@@ -103,7 +105,7 @@ async def _rings(routes: dict[str, list[str]], uris: list[str]) -> list[str]:
     from mcp.server.subscriptions import InMemorySubscriptionBus, ResourceUpdated, ServerEvent
 
     heard: list[str] = []
-    bus = RoutedBus(InMemorySubscriptionBus(), routes)
+    bus = RoutedBus(InMemorySubscriptionBus(), routes, lambda: None, lambda: None)
 
     def hear(event: ServerEvent) -> None:
         assert isinstance(event, ResourceUpdated)
@@ -116,6 +118,7 @@ async def _rings(routes: dict[str, list[str]], uris: list[str]) -> list[str]:
 
 
 def test_a_routed_bus_drops_what_was_not_asked() -> None:
-    routes = {"kbes://knowledge_bases/a/articles/b": ["KBES-SPELLING"]}
-    heard = anyio.run(_rings, routes, ["kbes://knowledge_bases/a/articles/c", *routes])
+    kb, asked, other = (str(uuid.uuid4()) for _ in range(3))
+    routes = {article_uri(kb, asked): ["KBES-SPELLING"]}
+    heard = anyio.run(_rings, routes, [article_uri(kb, other), *routes])
     assert heard == ["KBES-SPELLING"]

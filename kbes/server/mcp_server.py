@@ -47,6 +47,7 @@ from kbes.server.query_redaction import ACCESS_LOGGER
 from kbes.server.rebinding import local_only
 from kbes.server.resource_handlers import resource_handlers, with_links
 from kbes.server.serve_limits import DEFAULT_SERVE_LIMITS, ServeLimits
+from kbes.server.standing import REVOKED, GrantsNow, Revoked
 from kbes.server.stdio import AnsweringReadStream
 from kbes.server.stop_signal import StopSignal
 from kbes.store.application import KnowledgeBaseStore
@@ -127,6 +128,7 @@ class KbesMCP:
             self._limiter,
             push_interval=push_interval,
             max_subscriptions=limits.max_subscriptions,
+            standing=self._standing,
         )
         self.sessions: SessionGuard | None = None
         """The HTTP sessions' guard, once `http_app` has built it."""
@@ -231,6 +233,25 @@ class KbesMCP:
         if holder is None:  # unreachable behind the bearer middleware; fail closed anyway
             return frozenset()
         return narrow(self.grants, holder.grants)
+
+    def _standing(self) -> GrantsNow:
+        """The caller's grants at each later moment, for its streams (kbes.server.standing):
+        with --tokens, its token's grants in the tokens file as it is then, read again if it
+        changed, or REVOKED once its NAME is gone; else the server's."""
+        if self.tokens is None:
+            grants = self.grants
+            return lambda: grants
+        access = get_access_token()
+        if access is None:  # unreachable behind the bearer middleware; fail closed anyway
+            return lambda: REVOKED
+        tokens, name, server = self.tokens, access.client_id, self.grants
+
+        def now() -> Grants | Revoked:
+            current = tokens.refresh() if isinstance(tokens, TokensFile) else tokens
+            holder = current.named(name)
+            return REVOKED if holder is None else narrow(server, holder.grants)
+
+        return now
 
     async def _approve(
         self,

@@ -31,6 +31,7 @@ from kbes.server.resources import (
     version_uri,
 )
 from kbes.server.serve_limits import DEFAULT_MAX_SUBSCRIPTIONS
+from kbes.server.standing import Standing, snapshot
 from kbes.store.application import KnowledgeBaseStore
 from kbes.tools.grants import Grants
 from kbes.tools.wire import ArticleResult, Citation, SearchResult
@@ -193,15 +194,18 @@ def resource_handlers(
     *,
     push_interval: float = DEFAULT_INTERVAL,
     max_subscriptions: int = DEFAULT_MAX_SUBSCRIPTIONS,
+    standing: Standing | None = None,
 ) -> tuple[LogTail, LegacySubscriptions, dict[str, Any]]:
     """The log tail, the handshake-era subscriptions (whose `end_session` the HTTP transport
     calls) and the lowlevel `Server` keyword arguments serving resources and push: reads under
     the caller's grants on the tools' thread pool, and a tail on its own thread ringing
     listeners (and handshake-era subscribers, at most `max_subscriptions` per session) on
-    change."""
+    change, each ring under the caller's grants as they stand then (`standing`; default: as
+    they were when the stream opened)."""
+    standing = snapshot(grants) if standing is None else standing
     reads = ResourceHandlers(store, grants, limiter)
     tail = LogTail(store, interval=push_interval, limiter=anyio.CapacityLimiter(1))
-    legacy = LegacySubscriptions(tail, grants, limit=max_subscriptions)
+    legacy = LegacySubscriptions(tail, grants, limit=max_subscriptions, standing=standing)
     return (
         tail,
         legacy,
@@ -210,7 +214,7 @@ def resource_handlers(
             "on_list_resources": reads.list_resources,
             "on_list_resource_templates": reads.list_templates,
             "on_read_resource": reads.read,
-            "on_subscriptions_listen": Listen(tail, grants),
+            "on_subscriptions_listen": Listen(tail, grants, standing),
             "on_subscribe_resource": legacy.subscribe,
             "on_unsubscribe_resource": legacy.unsubscribe,
         },
