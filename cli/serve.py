@@ -138,7 +138,9 @@ LOG_LEVELS = ("debug", "info", "warning", "error")
     show_default=True,
     metavar="N",
     help="With --http: sessions one token NAME (without --tokens, one client address) may "
-    "hold open; another is refused with 429 and Retry-After, and other clients are unaffected.",
+    "hold open; another is refused with 429 and Retry-After, and other clients are unaffected. "
+    "Without --tokens the client's least recently used idle session is ended instead, to make "
+    "room; only a client whose every session is busy is refused.",
 )
 @click.option(
     "--http-header-timeout",

@@ -330,8 +330,14 @@ class KbesMCP:
             session_idle_timeout=self.limits.session_idle_timeout,
             max_sessions=self.limits.max_sessions,
         )
+        # Without tokens every local client shares one address: a client at its limit has
+        # its least recently used idle session ended rather than be refused (defect 11).
         self.sessions = SessionGuard(
-            app, owner=self._owner, limits=self.limits, on_end=self.subscriptions.end_session
+            app,
+            owner=self._owner,
+            limits=self.limits,
+            on_end=self.subscriptions.end_session,
+            make_room=self.tokens is None,
         )
         return self.sessions
 
