@@ -122,3 +122,22 @@ def test_a_routed_bus_drops_what_was_not_asked() -> None:
     routes = {article_uri(kb, asked): ["KBES-SPELLING"]}
     heard = anyio.run(_rings, routes, [article_uri(kb, other), *routes])
     assert heard == ["KBES-SPELLING"]
+
+
+def test_an_over_long_uri_is_refused_without_echoing_it_whole(
+    store: KnowledgeBaseStore, kb: str
+) -> None:
+    """Issue 35: a 1 MB URI came back three times in its error (message, data.message,
+    data.uri). Now the error shows its start and its length."""
+    from kbes.server.resource_handlers import resource_error
+
+    for uri in (
+        "x" * 1_000_000,
+        knowledge_base_uri("x" * 1_000_000),
+        article_uri(kb, "y" * 1_000_000),
+    ):
+        with pytest.raises(InvalidArgument) as refused:
+            read_resource(store, uri)
+        error = resource_error(uri, refused.value)
+        assert f"({len(uri):,} characters)" in error.message
+        assert len(error.message) + len(str(error.data)) < 2_000

@@ -28,6 +28,7 @@ from kbes.server.resources import (
     ResourceText,
     list_knowledge_bases,
     read_resource,
+    shown_uri,
     version_uri,
 )
 from kbes.server.serve_limits import DEFAULT_MAX_SUBSCRIPTIONS
@@ -151,7 +152,9 @@ def resource_error(uri: str, error: KbesError) -> MCPError:
         code = types.INTERNAL_ERROR  # the store, not the URI: the same read may work later
     else:
         code = types.INVALID_PARAMS
-    return MCPError(code=code, message=error.message, data={**error.to_dict(), "uri": uri})
+    return MCPError(
+        code=code, message=error.message, data={**error.to_dict(), "uri": shown_uri(uri)}
+    )
 
 
 def resource_links(result: msgspec.Struct) -> list[types.ResourceLink]:
