@@ -5,6 +5,7 @@ the agent contract's, `kbes.tools.refusals`.)"""
 
 from __future__ import annotations
 
+import os
 import shlex
 from collections.abc import Sequence
 
@@ -155,6 +156,26 @@ def no_knowledge_base_for_option(kb: str) -> str:
     return f"no knowledge base {kb} in this database; see `kbes kb list`"
 
 
+def cannot_open(shown: str, path: str, reason: str) -> str:
+    """Why a database could not be opened; for a SQLite file on a read-only file system,
+    which SQLite calls "unable to open database file" (issue 35), that and what to do."""
+    folder = os.path.dirname(os.path.abspath(path))
+    if "://" not in path and read_only_folder(folder):
+        return (
+            f"cannot open database {shown!r} (--db / KBES_DB): the file system holding it "
+            f"({folder}) is read-only, and kbes writes beside the file (its -wal and -shm "
+            "files) even to read it; copy it to a writable place, or remount read-write"
+        )
+    return f"cannot open database {shown!r} (--db / KBES_DB): {reason}"
+
+
+def read_only_folder(folder: str) -> bool:
+    try:
+        return bool(os.statvfs(folder).f_flag & os.ST_RDONLY)
+    except OSError:  # no such folder: not a read-only one
+        return False
+
+
 def database_refusal(e: probe.Refused, alternative: str) -> str:
     """The words for a person of why their `--db` is refused; `alternative` ends a refusal of
     a missing database with another way."""
@@ -191,7 +212,7 @@ def database_refusal(e: probe.Refused, alternative: str) -> str:
                 f"{alternative}"
             )
         case probe.CannotOpen(database=db, reason=reason):
-            return f"cannot open database {db!r} (--db / KBES_DB): {reason}"
+            return cannot_open(db, db, reason)
         case probe.PostgresExtraMissing(reason=reason):
             return f"--db is a PostgreSQL URL, which needs kbes's postgres extra: {reason}"
         case probe.BadPostgresUrl(reason=reason):
