@@ -13,8 +13,10 @@ from pathlib import Path
 
 import msgspec
 import pytest
+from click.testing import CliRunner
 
 from kbes import open_store
+from kbes.cli import main
 from kbes.domain.errors import InvalidArgument, KbesError
 from kbes.domain.limits import DEFAULT_LIMITS, Limits
 from kbes.log.importer import import_folder
@@ -181,3 +183,22 @@ def test_the_postgres_connect_timeout_is_a_setting_read_once() -> None:
         assert "whole number of seconds, at least 1" in str(refused.value)
     with pytest.raises(ValueError, match="connect_timeout must be at least 1"):
         postgres_env("postgresql://u:p@h/db?connect_timeout=0")
+
+
+@pytest.mark.parametrize("variable", ["PERSISTENCE_MODULE", "KBES_PERSISTENCE_MODULE"])
+def test_an_embedding_applications_persistence_module_is_not_kbes_s(
+    variable: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Issue 35: with PERSISTENCE_MODULE=eventsourcing.sqlite set for an application embedding
+    kbes (docs/python-api.md), every kbes command failed: 'SQLiteFactory' object has no
+    attribute 'views_datastore'. kbes opens with its own factory whatever it says."""
+    monkeypatch.setenv(variable, "eventsourcing.sqlite")
+    monkeypatch.setenv("SQLITE_DBNAME", str(tmp_path / "the-application.sqlite"))
+    db = tmp_path / "kbes.sqlite"
+    runner = CliRunner()
+    created = runner.invoke(main, ["kb", "create", "Support", "--db", str(db)])
+    assert created.exit_code == 0, created.output
+    listed = runner.invoke(main, ["kb", "list", "--db", str(db)])
+    assert listed.exit_code == 0, listed.output
+    assert "Support" in listed.output
+    assert not (tmp_path / "the-application.sqlite").exists()
