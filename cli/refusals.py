@@ -205,6 +205,12 @@ def database_refusal(e: probe.Refused, alternative: str) -> str:
                 f"{db!r} is a SQLite database without a kbes log (it holds other tables); point "
                 "--db at a kbes database, or at a new file for a new one"
             )
+        case probe.ForeignLog(database=db):
+            return (
+                f"{db!r} holds another eventsourcing application's log, not kbes's; kbes "
+                "leaves it as it is. Point --db at a kbes database, or at a new file for a "
+                "new one"
+            )
         case probe.Missing(database=db, empty_file=empty_file):
             what = "an empty database file" if empty_file else "no kbes database"
             return (
