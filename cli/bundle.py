@@ -13,9 +13,12 @@ stays the truth."""
 
 from __future__ import annotations
 
+import errno
+import io
 import json
 import os
 import shutil
+import stat
 import sys
 import zipfile
 from pathlib import Path
@@ -114,20 +117,62 @@ def manifest(command: str, tools: list[Tool], *, history_tools: bool) -> dict[st
 
 def write_bundle(path: Path, document: dict[str, Any]) -> None:
     """A `.mcpb` is a zip with manifest.json at its root; written the same, byte for byte,
-    each time from the same manifest."""
+    each time from the same manifest. Built in memory, then written to `path` as a regular
+    file, never through a symbolic link (`BundlePathError` says why it could not be)."""
     entry = zipfile.ZipInfo("manifest.json", date_time=(1980, 1, 1, 0, 0, 0))
     entry.compress_type = zipfile.ZIP_DEFLATED
     entry.external_attr = 0o644 << 16
     text = json.dumps(document, indent=2, ensure_ascii=False) + "\n"
-    with zipfile.ZipFile(path, "w") as bundle:
+    buffer = io.BytesIO()
+    with zipfile.ZipFile(buffer, "w") as bundle:
         bundle.writestr(entry, text, compresslevel=9)
+    write_regular_file(path, buffer.getvalue())
+
+
+class BundlePathError(click.BadParameter):
+    def __init__(self, message: str) -> None:
+        super().__init__(message, param_hint="'-o' / '--output'")
+
+
+def write_regular_file(path: Path, data: bytes) -> None:
+    """Write `data` to `path`, a regular file or none yet: a link, a device or a folder is
+    refused, as is a folder that does not exist, in words naming the fix (issue 35: these were
+    tracebacks, and a link was followed to wherever it pointed)."""
+    try:
+        mode: int | None = os.lstat(path).st_mode
+    except FileNotFoundError:
+        mode = None
+    except OSError as e:  # a name too long, a parent that is a file, ...
+        raise BundlePathError(f"cannot write {path}: {e.strerror}") from None
+    if mode is not None and stat.S_ISLNK(mode):
+        raise BundlePathError(
+            f"{path} is a symbolic link; kbes bundle does not write through links: remove it "
+            "or pass the path it points to"
+        )
+    if mode is not None and not stat.S_ISREG(mode):
+        raise BundlePathError(f"{path} is not a regular file; pass a path ending in .mcpb")
+    flags = os.O_WRONLY | os.O_CREAT | os.O_TRUNC | getattr(os, "O_NOFOLLOW", 0)
+    try:
+        descriptor = os.open(path, flags, 0o644)
+    except FileNotFoundError:
+        raise BundlePathError(
+            f"the folder {path.parent} does not exist; create it first or write elsewhere"
+        ) from None
+    except OSError as e:
+        if e.errno == errno.ELOOP:  # made a link since the check above
+            raise BundlePathError(
+                f"{path} is a symbolic link; kbes bundle does not follow it"
+            ) from None
+        raise BundlePathError(f"cannot write {path}: {e.strerror}") from None
+    with os.fdopen(descriptor, "wb") as f:
+        f.write(data)
 
 
 @click.command("bundle")
 @click.option(
     "-o",
     "--output",
-    type=click.Path(dir_okay=False, writable=True),
+    type=click.Path(),
     default="kbes.mcpb",
     show_default=True,
     help="Where to write the bundle.",

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 import click
 import msgspec
 
-from kbes.cli.refusals import database_refusal, refusal, semantic_missing
+from kbes.cli.refusals import cannot_open, database_refusal, refusal, semantic_missing
 from kbes.domain.errors import DomainError
 from kbes.projections.embedder import SemanticUnavailable
 from kbes.store import probe
@@ -168,7 +168,7 @@ def store_at(
         raise click.ClickException(semantic_missing(e.missing)) from None
     except Exception as e:  # the database could not be opened at all
         message = one_line(str(e)).replace(db, redact(db))
-        raise NoDatabase(f"cannot open database {redact(db)!r} (--db / KBES_DB): {message}") from e
+        raise NoDatabase(cannot_open(redact(db), settings.db, message)) from e
     try:
         yield store
     except DomainError as fact:

@@ -6,6 +6,7 @@ what a command prints (`kbes.cli.options.store_at`). The code before the words i
 
 from __future__ import annotations
 
+import os
 import shlex
 from collections.abc import Callable, Sequence
 from typing import Any
@@ -184,6 +185,26 @@ def no_knowledge_base_for_option(kb: str) -> str:
     return f"no knowledge base {kb} in this database; see `kbes kb list`"
 
 
+def cannot_open(shown: str, path: str, reason: str) -> str:
+    """Why a database could not be opened; for a SQLite file on a read-only file system,
+    which SQLite calls "unable to open database file" (issue 35), that and what to do."""
+    folder = os.path.dirname(os.path.abspath(path))
+    if "://" not in path and read_only_folder(folder):
+        return (
+            f"cannot open database {shown!r} (--db / KBES_DB): the file system holding it "
+            f"({folder}) is read-only, and kbes writes beside the file (its -wal and -shm "
+            "files) even to read it; copy it to a writable place, or remount read-write"
+        )
+    return f"cannot open database {shown!r} (--db / KBES_DB): {reason}"
+
+
+def read_only_folder(folder: str) -> bool:
+    try:
+        return bool(os.statvfs(folder).f_flag & os.ST_RDONLY)
+    except OSError:  # no such folder: not a read-only one
+        return False
+
+
 def database_refusal(e: probe.Refused, alternative: str) -> str:
     """The words for a person of why their `--db` is refused; `alternative` ends a refusal of
     a missing database with another way."""
@@ -213,6 +234,12 @@ def database_refusal(e: probe.Refused, alternative: str) -> str:
                 f"{db!r} is a SQLite database without a kbes log (it holds other tables); point "
                 "--db at a kbes database, or at a new file for a new one"
             )
+        case probe.ForeignLog(database=db):
+            return (
+                f"{db!r} holds another eventsourcing application's log, not kbes's; kbes "
+                "leaves it as it is. Point --db at a kbes database, or at a new file for a "
+                "new one"
+            )
         case probe.Missing(database=db, empty_file=empty_file):
             what = "an empty database file" if empty_file else "no kbes database"
             return (
@@ -220,7 +247,7 @@ def database_refusal(e: probe.Refused, alternative: str) -> str:
                 f"{alternative}"
             )
         case probe.CannotOpen(database=db, reason=reason):
-            return f"cannot open database {db!r} (--db / KBES_DB): {reason}"
+            return cannot_open(db, db, reason)
         case probe.PostgresExtraMissing(reason=reason):
             return f"--db is a PostgreSQL URL, which needs kbes's postgres extra: {reason}"
         case probe.BadPostgresUrl(reason=reason):

@@ -138,7 +138,9 @@ LOG_LEVELS = ("debug", "info", "warning", "error")
     show_default=True,
     metavar="N",
     help="With --http: sessions one token NAME (without --tokens, one client address) may "
-    "hold open; another is refused with 429 and Retry-After, and other clients are unaffected.",
+    "hold open; another is refused with 429 and Retry-After, and other clients are unaffected. "
+    "Without --tokens the client's least recently used idle session is ended instead, to make "
+    "room; only a client whose every session is busy is refused.",
 )
 @click.option(
     "--http-header-timeout",
@@ -274,11 +276,10 @@ def serve(
             f"search {store.settings.search}"
         )
         try:
-            anyio.run(lambda: mcp.serve_http(sock, log_level=log_level))
-        except KeyboardInterrupt:
-            pass
+            stopped_by = anyio.run(lambda: mcp.serve_http(sock, log_level=log_level))
         finally:
             sock.close()
+        note(f"kbes serve: stopped ({stopped_by or 'the server ended'})")
 
 
 def refuse_http_only_options(*names: str) -> None:

@@ -10,7 +10,7 @@ import shutil
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -133,18 +133,25 @@ class HttpServer:
 
 @contextmanager
 def http_server(
-    db: Path | str, *serve_args: str, log_path: Path | None = None
+    db: Path | str,
+    *serve_args: str,
+    log_path: Path | None = None,
+    command: Sequence[str] = (KBES,),
+    env: dict[str, str] | None = None,
+    host: str = "127.0.0.1",
 ) -> Iterator[HttpServer]:
     """`kbes serve --http 127.0.0.1:0` in a subprocess; the URL is read back from its stderr
     (port 0 lets the OS pick a free port, so tests never collide); `log_path` is required for
-    a PostgreSQL URL."""
+    a PostgreSQL URL. `command` runs kbes another way (a test-only wrapper), `host` serves
+    another loopback address."""
     if log_path is None:
         assert isinstance(db, Path)
         log_path = db.with_name(db.name + f".serve-{time.monotonic_ns()}.log")
     with open(log_path, "wb") as log:
         process = subprocess.Popen(
-            [KBES, "serve", "--db", str(db), "--http", "127.0.0.1:0", *serve_args],
+            [*command, "serve", "--db", str(db), "--http", f"{host}:0", *serve_args],
             stdin=subprocess.DEVNULL,
+            env=env,
             stdout=log,
             stderr=subprocess.STDOUT,
         )
@@ -152,7 +159,9 @@ def http_server(
         deadline = time.monotonic() + 30
         url = None
         while url is None:
-            match = re.search(r"http://127\.0\.0\.1:\d+/mcp", log_path.read_text(errors="replace"))
+            match = re.search(
+                rf"http://{re.escape(host)}:\d+/mcp", log_path.read_text(errors="replace")
+            )
             if match:
                 url = match.group(0)
             elif process.poll() is not None or time.monotonic() > deadline:
@@ -173,11 +182,12 @@ def http_server(
 def _wait_listening(url: str, process: subprocess.Popen[bytes], log_path: Path) -> None:
     import socket
 
-    port = int(url.rsplit(":", 1)[1].split("/")[0])
+    host, port_text = url.split("//", 1)[1].split("/")[0].rsplit(":", 1)
+    port = int(port_text)
     deadline = time.monotonic() + 30
     while True:
         try:
-            with socket.create_connection(("127.0.0.1", port), timeout=1):
+            with socket.create_connection((host, port), timeout=1):
                 return
         except OSError:
             if process.poll() is not None or time.monotonic() > deadline:

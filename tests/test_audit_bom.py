@@ -63,3 +63,23 @@ def test_a_mark_anywhere_but_the_start_is_still_malformed(
     path.write_bytes(line + codecs.BOM_UTF8 + line)
     result = runner.invoke(main, ["audit", str(path)])
     assert result.exit_code == 2 and "line 2" in result.output, result.output
+
+
+def test_an_exported_log_with_a_byte_order_mark_is_read(
+    runner: CliRunner, db_path: Path, tmp_path: Path
+) -> None:
+    """Issue 35: a `--log` file starting with the mark was refused as malformed JSON."""
+    cited = citation(db_path)
+    citations = tmp_path / "citations.jsonl"
+    citations.write_text(json.dumps(cited) + "\n")
+    exported = runner.invoke(main, ["log", "export", "--db", str(db_path)])
+    assert exported.exit_code == 0, exported.output
+    log = tmp_path / "events.jsonl"
+    log.write_bytes(codecs.BOM_UTF8 + exported.stdout_bytes)
+    result = runner.invoke(main, ["audit", str(citations), "--log", str(log), "--json"])
+    assert result.exit_code == 0, result.output
+    assert [entry["class"] for entry in json.loads(result.output)["citations"]] == ["current"]
+    log.write_text(exported.stdout_bytes.decode(), encoding="utf-16")
+    result = runner.invoke(main, ["audit", str(citations), "--log", str(log)])
+    assert result.exit_code == 2, result.output
+    assert "UTF-16 byte-order mark" in result.output

@@ -73,6 +73,34 @@ def test_the_same_install_writes_the_same_bytes(tmp_path: Path) -> None:
     assert make_bundle(tmp_path).read_bytes() == first
 
 
+def test_a_path_it_cannot_write_is_one_clear_error(tmp_path: Path) -> None:
+    """Issue 35: a missing folder, /dev/null or a name too long were tracebacks."""
+    cases = {
+        str(tmp_path / "missing" / "kbes.mcpb"): "does not exist; create it first",
+        "/dev/null": "is not a regular file",
+        str(tmp_path / ("a" * 300 + ".mcpb")): "File name too long",
+        str(tmp_path): "is not a regular file",
+    }
+    for output, words in cases.items():
+        done = CliRunner().invoke(main, ["bundle", "-o", output])
+        assert done.exit_code == 2, (output, done.output)
+        assert done.exception is None or isinstance(done.exception, SystemExit), output
+        assert "Invalid value for '-o' / '--output'" in done.output
+        assert words in done.output, (output, done.output)
+
+
+def test_a_symbolic_link_is_not_written_through(tmp_path: Path) -> None:
+    target = tmp_path / "elsewhere.txt"
+    target.write_text("keep me\n")
+    link = tmp_path / "kbes.mcpb"
+    link.symlink_to(target)
+    done = CliRunner().invoke(main, ["bundle", "-o", str(link)])
+    assert done.exit_code == 2, done.output
+    assert "is a symbolic link; kbes bundle does not write through links" in done.output
+    assert target.read_text() == "keep me\n"
+    assert link.is_symlink()
+
+
 # With the official tools ----------------------------------------------------------------------
 
 

@@ -5,10 +5,13 @@ from __future__ import annotations
 import json
 import sqlite3
 from pathlib import Path
+from typing import Any
 
 import pytest
 from cli_harness import head, ok
 from click.testing import CliRunner
+from eventsourcing.application import Application
+from eventsourcing.domain import Aggregate
 from views_dump import dump
 
 from kbes.cli import main
@@ -440,6 +443,33 @@ def test_a_database_of_another_kind_is_refused_and_left_alone(tmp_path: Path) ->
         tables = {row[0] for row in db.execute("SELECT name FROM sqlite_master")}
     assert tables == {"notes"}
     assert junk.read_text() == "not a database\n"
+
+
+class Dog(Aggregate):
+    """An aggregate of another eventsourcing application."""
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+
+
+def test_another_eventsourcing_applications_log_is_refused_and_left_alone(
+    tmp_path: Path,
+) -> None:
+    """Issue 35: its events table has kbes's name, so kbes took it for its own and added its
+    tables to it. docs/cli.md promises a refusal."""
+    other = tmp_path / "dogs.sqlite"
+    env = {"PERSISTENCE_MODULE": "eventsourcing.sqlite", "SQLITE_DBNAME": str(other)}
+    application: Application[Any] = Application(env=env)
+    application.save(Dog("Rex"))
+    application.close()
+    with sqlite3.connect(other) as db:
+        before = {row[0] for row in db.execute("SELECT name FROM sqlite_master")}
+    for args in (["kb", "list"], ["kb", "create", "X"], ["article", "list", "--kb", "x"]):
+        result = CliRunner().invoke(main, [*args, "--db", str(other)])
+        assert result.exit_code == 2, (args, result.output)
+        assert "holds another eventsourcing application's log, not kbes's" in result.stderr
+    with sqlite3.connect(other) as db:
+        assert {row[0] for row in db.execute("SELECT name FROM sqlite_master")} == before
 
 
 def test_a_file_named_like_a_scheme_is_still_a_file(tmp_path: Path, monkeypatch) -> None:

@@ -9,6 +9,7 @@ difflib's, byte for byte."""
 from __future__ import annotations
 
 import difflib
+import json
 import time
 from pathlib import Path
 from typing import Any
@@ -24,6 +25,8 @@ from tool_calls import call, fails
 from kbes import KnowledgeBaseStore, open_store
 from kbes.domain.article import markdown
 from kbes.domain.errors import DiffTooLarge
+from kbes.log.audit import audit, parse_citations
+from kbes.log.history import History, StoreSource
 from kbes.log.line_diff import DIFF_BUDGET, bounded_unified_diff
 from kbes.server.approval import approval_message
 from kbes.tools import TOOLS
@@ -218,3 +221,21 @@ def test_the_approval_prompt_of_a_worst_case_edit_is_asked_promptly(tmp_path: Pa
     [message] = user.messages
     assert "Changed lines: too many, in too many places, for kbes to list them here" in message
     assert outcome["seconds"] < 30, outcome  # the 87 s of the report; here about a second
+
+
+def test_an_audit_bounds_its_diffs_like_the_diff_tool(
+    store: KnowledgeBaseStore, kb: str, tmp_path: Path
+) -> None:
+    """Issue 35: `kbes audit` diffed each changed citation without a bound, 19.9 s on one
+    worst-case citation that the diff tool refuses in a second. Now the diff is left out and
+    the reason says why; the citation is still classified."""
+    old, new = scattered(1000, 2)
+    article, since = versions(store, kb, old, new)
+    cited = {"knowledge_base_id": kb, "article_id": article, "updated_at": since}
+    started = time.process_time()
+    entries = parse_citations([json.dumps(cited).encode()], name="citations")
+    [entry] = audit(entries, History(StoreSource(store))).citations
+    assert time.process_time() - started < 30  # not a timing claim: difflib alone takes long
+    assert entry.status == "changed"
+    assert entry.diff is None
+    assert "too changed to diff (20003 lines then, 20003 now" in entry.reason

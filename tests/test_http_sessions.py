@@ -7,11 +7,14 @@ HTTP clients (`raw_http`) and the SDK's client."""
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import re
 import subprocess
+import threading
 import time
 from collections.abc import Iterator
+from typing import Any
 
 import anyio
 import httpx2 as httpx
@@ -165,15 +168,52 @@ def test_one_token_cannot_lock_out_another(token_server: HttpServer) -> None:
 
 
 def test_without_tokens_sessions_are_counted_per_client_address(open_server: HttpServer) -> None:
+    """Issue 35, defect 11: local clients that never end their sessions (the TypeScript SDK's
+    close(), the conformance runner) are not locked out: at its limit a client's least recently
+    used idle session ends to make room; only a client whose every session is busy (here, an
+    open event stream each) is refused, and another address is unaffected."""
     with client() as here, client(source="127.0.0.2") as there:
-        mine = [Session(here, open_server.url) for _ in range(4)]
-        assert [s.open().status_code for s in mine] == [200] * 4
+        for run in range(2):  # two conformance-like runs of 2 x the limit, nothing DELETEd
+            opened = [Session(here, open_server.url) for _ in range(8)]
+            assert [s.open().status_code for s in opened] == [200] * 8, f"run {run}"
+        assert opened[4].request("ping", {}) == {"jsonrpc": "2.0", "id": 2, "result": {}}
+        ended = here.post(open_server.url, headers=opened[3]._headers(), json={"jsonrpc": "2.0"})
+        assert ended.status_code == 404  # past the limit of 4: ended in the SDK too
+        mine = opened[4:]
+        streams = [EventStream(here, open_server.url, session) for session in mine]
         refused = Session(here, open_server.url).open()
         assert refused.status_code == 429
         assert re.search(r"client address 127\.0\.0\.1 already holds 4", refused.text)
         assert Session(there, open_server.url).open().status_code == 200
+        for stream in streams:
+            stream.close()
         for session in mine:
             session.close()
+
+
+class EventStream:
+    """A session's standalone event stream (GET), held open in a thread until `close`."""
+
+    def __init__(self, http: Any, url: str, session: Session) -> None:
+        self._open = threading.Event()
+        self._responses: list[Any] = []
+
+        def hold() -> None:
+            with http.stream("GET", url, headers=session._headers()) as response:
+                self._responses.append(response)
+                self._open.set()
+                with contextlib.suppress(Exception):  # closed by `close`
+                    for _ in response.iter_bytes():
+                        pass
+
+        self._thread = threading.Thread(target=hold, daemon=True)
+        self._thread.start()
+        assert self._open.wait(10)
+        assert self._responses[0].status_code == 200
+
+    def close(self) -> None:
+        self._responses[0].close()
+        self._thread.join(10)
 
 
 def test_another_tokens_request_does_not_end_a_session(

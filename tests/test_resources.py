@@ -3,6 +3,8 @@ routing (kbes.server.push), without a server: the edges the MCP tests do not rea
 
 from __future__ import annotations
 
+import uuid
+
 import anyio
 import pytest
 
@@ -103,7 +105,7 @@ async def _rings(routes: dict[str, list[str]], uris: list[str]) -> list[str]:
     from mcp.server.subscriptions import InMemorySubscriptionBus, ResourceUpdated, ServerEvent
 
     heard: list[str] = []
-    bus = RoutedBus(InMemorySubscriptionBus(), routes)
+    bus = RoutedBus(InMemorySubscriptionBus(), routes, lambda: None, lambda: None)
 
     def hear(event: ServerEvent) -> None:
         assert isinstance(event, ResourceUpdated)
@@ -116,6 +118,26 @@ async def _rings(routes: dict[str, list[str]], uris: list[str]) -> list[str]:
 
 
 def test_a_routed_bus_drops_what_was_not_asked() -> None:
-    routes = {"kbes://knowledge_bases/a/articles/b": ["KBES-SPELLING"]}
-    heard = anyio.run(_rings, routes, ["kbes://knowledge_bases/a/articles/c", *routes])
+    kb, asked, other = (str(uuid.uuid4()) for _ in range(3))
+    routes = {article_uri(kb, asked): ["KBES-SPELLING"]}
+    heard = anyio.run(_rings, routes, [article_uri(kb, other), *routes])
     assert heard == ["KBES-SPELLING"]
+
+
+def test_an_over_long_uri_is_refused_without_echoing_it_whole(
+    store: KnowledgeBaseStore, kb: str
+) -> None:
+    """Issue 35: a 1 MB URI came back three times in its error (message, data.message,
+    data.uri). Now the error shows its start and its length."""
+    from kbes.server.resource_handlers import resource_error
+
+    for uri in (
+        "x" * 1_000_000,
+        knowledge_base_uri("x" * 1_000_000),
+        article_uri(kb, "y" * 1_000_000),
+    ):
+        with pytest.raises(InvalidArgument) as refused:
+            read_resource(store, uri)
+        error = resource_error(uri, refused.value)
+        assert f"({len(uri):,} characters)" in error.message
+        assert len(error.message) + len(str(error.data)) < 2_000

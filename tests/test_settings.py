@@ -182,20 +182,3 @@ def test_the_postgres_connect_timeout_is_a_setting_read_once() -> None:
         assert "whole number of seconds, at least 1" in str(refused.value)
     with pytest.raises(ValueError, match="connect_timeout must be at least 1"):
         postgres_env("postgresql://u:p@h/db?connect_timeout=0")
-
-
-def test_the_postgres_start_up_budget_is_a_setting_of_its_own() -> None:
-    """How long opening a store waits for its first connection, apart from the outage bound
-    (tests/test_pg_startup.py shows it with a server slow to answer)."""
-    from kbes.store.postgres_url import postgres_env
-
-    assert Settings.read({}).startup_timeout == 10
-    settings = Settings.read({"KBES_STARTUP_TIMEOUT": "25", "POSTGRES_CONNECT_TIMEOUT": "7"})
-    assert (settings.startup_timeout, settings.connect_timeout) == (25, 7)
-    env = postgres_env("postgresql://u:p@h/db", settings)
-    assert env["KBES_STARTUP_TIMEOUT"] == "25" and env["POSTGRES_CONNECT_TIMEOUT"] == "7"
-    for bad in ("0", "abc", "1.5", "-3"):
-        with pytest.raises(BadSetting) as refused:
-            Settings.read({"KBES_STARTUP_TIMEOUT": bad})
-        assert refused.value.variable == "KBES_STARTUP_TIMEOUT"
-        assert "whole number of seconds, at least 1 (default 10)" in str(refused.value)

@@ -1,7 +1,8 @@
 """Every line a stdio client sends gets an answer or, for a notification, a log line: a real
 `kbes serve` fed raw lines. The SDK's stdio transport once dropped every line it could not
 parse (garbage, `{}`, batches, truncated JSON) with nothing sent and nothing logged, and a
-request escaping a lone surrogate (`"\\ud800"`) left its client waiting for ever."""
+request escaping a lone surrogate (`"\\ud800"`) left its client waiting for ever, and a line
+nested 5,000 deep ended the server (RecursionError)."""
 
 from __future__ import annotations
 
@@ -39,6 +40,11 @@ CASES: list[tuple[bytes, int, Any]] = [
     (b'{"jsonrpc":"2.0","id":"eleven","method":7}', INVALID_REQUEST, "eleven"),
     (b"\xff\xfe", PARSE_ERROR, None),
     (b'{"jsonrpc":"2.0","id":12,"method":"ping","params":NaN}', INVALID_REQUEST, 12),
+    # Deeper than Python's JSON parser goes: it raised RecursionError and the server exited.
+    (b'{"jsonrpc":"2.0","id":3,"method":"tools/list","params":' + b"[" * 5000 + b"]" * 5000
+     + b"}", PARSE_ERROR, None),
+    (b'{"jsonrpc":"2.0","id":4,"method":"ping","params":' + b'{"a":' * 5000 + b"1"
+     + b"}" * 5001, PARSE_ERROR, None),
 ]  # fmt: skip
 
 

@@ -228,3 +228,36 @@ def test_kbes_tool_prints_a_lone_surrogate_escaped(runner: CliRunner, kb: str) -
     error = json.loads(result.stdout)
     assert error["code"] == "not_found"
     assert "\\ud800" in result.stdout  # JSON's escape: the text stays valid UTF-8
+
+
+@pytest.fixture
+def read_only_mount(tmp_path: Path) -> Iterator[Path]:
+    """A folder holding a kbes database, then mounted read-only (a bind mount: needs root)."""
+    folder = tmp_path / "mounted"
+    folder.mkdir()
+    store = open_store(folder / "kbes.sqlite")
+    store.create_knowledge_base("Support")
+    store.close()
+    done = subprocess.run(["mount", "--bind", str(folder), str(folder)], capture_output=True)
+    if done.returncode != 0:
+        pytest.skip(f"cannot mount a read-only file system here: {done.stderr!r}")
+    try:
+        subprocess.run(["mount", "-o", "remount,ro,bind", str(folder)], check=True)
+        yield folder
+    finally:
+        subprocess.run(["umount", str(folder)], check=True)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("command", [["kb", "list"], ["kb", "create", "Other"]])
+def test_a_database_on_a_read_only_file_system_says_so(
+    read_only_mount: Path, command: list[str]
+) -> None:
+    """Issue 35: it said "unable to open database file", which names no cause."""
+    db = read_only_mount / "kbes.sqlite"
+    result = run_kbes(db, *command)
+    assert result.returncode != 0
+    assert "Traceback" not in result.stderr, result.stderr
+    assert f"the file system holding it ({read_only_mount}) is read-only" in result.stderr
+    assert "copy it to a writable place" in result.stderr
+    assert len(result.stderr.strip().splitlines()) == 1, result.stderr

@@ -15,7 +15,6 @@ relied on) is classified by replaying an event source (the live store or an expo
 
 from __future__ import annotations
 
-import codecs
 from collections.abc import Iterable, Sequence
 from datetime import datetime
 from typing import Any
@@ -23,8 +22,11 @@ from typing import Any
 import msgspec
 
 from kbes.domain.clock import format_timestamp, parse_timestamp
+from kbes.domain.errors import DiffTooLarge
 from kbes.domain.ids import parse_id
+from kbes.log.byte_order_mark import without_bom
 from kbes.log.history import CONTENT_EVENTS, ArticleHistory, ArticleState, History, unified_diff
+from kbes.log.line_diff import DIFF_BUDGET
 
 CLASSES = ("current", "changed", "gone", "invalid")
 
@@ -69,7 +71,8 @@ class AuditEntry(msgspec.Struct, kw_only=True, frozen=True):
     now: str | None = None
     """For `gone`: `unpublished`, or republished and then `changed` or `current` (no saves)."""
     diff: str | None = None
-    """Unified diff of the cited version against the current one, when it is published."""
+    """Unified diff of the cited version against the current one, when it is published and
+    the two can be diffed within the diff tool's bound (else the reason says so)."""
 
 
 class AuditReport(msgspec.Struct, kw_only=True, frozen=True):
@@ -94,7 +97,7 @@ def parse_citations(
     out: list[tuple[int, CitationLine]] = []
     for number, raw in enumerate(lines, start=1):
         if number == 1:
-            raw = _without_bom(raw, name)
+            raw = without_bom(raw, name, CitationsFormatError)
         if not raw.strip():
             continue
         try:
@@ -113,18 +116,6 @@ def parse_citations(
             )
         out.append((number, citation))
     return out
-
-
-def _without_bom(first: bytes | str, name: str) -> bytes | str:
-    """The first line of a citations file without a UTF-8 byte-order mark."""
-    if isinstance(first, str):
-        return first.removeprefix("\ufeff")
-    if first.startswith((codecs.BOM_UTF16_LE, codecs.BOM_UTF16_BE)):
-        raise CitationsFormatError(
-            f"{name} line 1: the file starts with a UTF-16 byte-order mark, so it is UTF-16 "
-            "text; save it as UTF-8 (JSON Lines are UTF-8)"
-        )
-    return first.removeprefix(codecs.BOM_UTF8)
 
 
 def audit(
@@ -218,6 +209,7 @@ def _verdict(
         republishes = [v for v in since if v.type == "published"]
         if new.published:
             now = "changed" if saves else "current"
+            diff, too_changed = bounded_diff(old, new)
             entry = AuditEntry(
                 **base,
                 status="gone",
@@ -225,12 +217,13 @@ def _verdict(
                     f"unpublished at {unpublishes[0].updated_at}, republished at "
                     f"{republishes[-1].updated_at}; "
                     + (_change_summary(facts, quote) if saves else "text as cited")
+                    + too_changed
                 ),
                 **facts,
                 unpublished_at=unpublishes[0].updated_at,
                 republished_at=republishes[-1].updated_at,
                 now=now,
-                diff=unified_diff(old, new),
+                diff=diff,
             )
         else:
             entry = AuditEntry(
@@ -247,13 +240,27 @@ def _verdict(
         if quote is not None and not facts["quote_in_cited"]:
             reason += "; the quote is not in the cited version"
         return AuditEntry(**base, status="current", reason=reason, **facts)
+    diff, too_changed = bounded_diff(old, new)
     return AuditEntry(
         **base,
         status="changed",
-        reason=_change_summary(facts, quote),
+        reason=_change_summary(facts, quote) + too_changed,
         **facts,
-        diff=unified_diff(old, new),
+        diff=diff,
     )
+
+
+def bounded_diff(old: ArticleState, new: ArticleState) -> tuple[str | None, str]:
+    """The diff of a citation with the diff tool's bound on work (`kbes.log.line_diff`), and
+    what the reason adds: two versions built to defeat the matcher took an audit 20 s for one
+    citation (issue 35). Past the bound, no diff, and the reason says so."""
+    try:
+        return unified_diff(old, new, budget=DIFF_BUDGET), ""
+    except DiffTooLarge as e:
+        return None, (
+            f"; too changed to diff ({e.old_lines} lines then, {e.new_lines} now differ in too "
+            "many places)"
+        )
 
 
 def _change_summary(facts: dict[str, Any], quote: str | None) -> str:

@@ -28,6 +28,7 @@ from kbes.domain.article import EVENT_TYPES, Article
 from kbes.domain.clock import format_timestamp, parse_timestamp
 from kbes.domain.knowledge_base import KnowledgeBase
 from kbes.domain.receipt import EditReceipt
+from kbes.log.byte_order_mark import without_bom
 from kbes.log.history import ArticleHistory, Version
 from kbes.store.application import KnowledgeBaseStore
 from kbes.store.mapper import MsgspecMapper
@@ -162,6 +163,8 @@ class LogSource:
 
         def parse() -> Iterator[LogEvent]:
             for number, raw in enumerate(lines, start=1):
+                if number == 1:  # as a citations file's (kbes.log.byte_order_mark)
+                    raw = without_bom(raw, name, LogFormatError)
                 if not raw.strip():
                     continue
                 try:

@@ -13,7 +13,14 @@ knows it) or when it has had no request in flight for the idle timeout (the SDK'
 the SDK applies at the same moment). Each session belongs to a client, the token's NAME with
 `--tokens`, else the client's address; a client holding `max_sessions_per_client` is refused
 `429` with `Retry-After` for another, and everyone else is unaffected. Each end is told to
-`on_end` (the handshake-era subscriptions drop theirs)."""
+`on_end` (the handshake-era subscriptions drop theirs).
+
+Without tokens every local client shares one address, and common clients (the TypeScript SDK's
+`close()`, the conformance runner) never end their sessions, so one conformance run locked the
+next out for the idle timeout (issue 35, defect 11). With `make_room`, a client at its limit
+has its least recently used idle session (no request in flight, no open stream) ended, as a
+DELETE of it would, to make room: it still never holds more than its limit, and only a client
+whose every session is busy is refused."""
 
 from __future__ import annotations
 
@@ -48,6 +55,11 @@ class _Open:
     owner: str
     in_flight: int
     last_seen: float
+    headers: list[tuple[bytes, bytes]]
+    """What a DELETE of the session repeats of its opening request (Host, Origin)."""
+
+
+ENDING_HEADERS = (b"host", b"origin", b"authorization")
 
 
 class SessionGuard:
@@ -61,8 +73,10 @@ class SessionGuard:
         limits: ServeLimits,
         on_end: Callable[[str], None],
         clock: Callable[[], float] = time.monotonic,
+        make_room: bool = False,
     ) -> None:
         self.app = app
+        self.make_room = make_room
         self.owner = owner
         self.limits = limits
         self.on_end = on_end
@@ -113,6 +127,9 @@ class SessionGuard:
         limit = self.limits.max_sessions_per_client
         if self._holding(owner) >= limit:
             self.expire()
+            while self.make_room and self._holding(owner) >= limit:
+                if not await self._end_idlest(owner, scope):
+                    break
             if self._holding(owner) >= limit:
                 await self._refuse(owner, self.held_by(owner), scope, receive, send)
                 return
@@ -135,7 +152,8 @@ class SessionGuard:
                 if message["status"] >= 400:
                     opened = None
                 elif opened is not None and opened not in self.sessions:
-                    self.sessions[opened] = _Open(owner, 1, self.clock())
+                    kept = [(k, v) for k, v in scope["headers"] if k.lower() in ENDING_HEADERS]
+                    self.sessions[opened] = _Open(owner, 1, self.clock(), kept)
                     logger.debug("%s opened a session", owner)
                 else:
                     opened = None  # not ours to count
@@ -174,6 +192,31 @@ class SessionGuard:
             deleted = scope["method"] == "DELETE" and status is not None and status < 300
             if gone or deleted:
                 self._end(session_id)
+
+    async def _end_idlest(self, owner: str, scope: Scope) -> bool:
+        """End the owner's least recently used session with nothing in flight, by a DELETE of
+        it sent through the SDK's app (so the SDK ends it too) beside the request `scope`;
+        False if none is idle."""
+        idle = [(held.last_seen, sid) for sid, held in self.sessions.items()
+                if held.owner == owner and not held.in_flight]  # fmt: skip
+        if not idle:
+            return False
+        _, session_id = min(idle)
+        held = self.sessions[session_id]
+        self._end(session_id)  # counted out before any await: no other opening picks it
+        logger.info("%s is at its session limit: ended its least recently used idle one", owner)
+        headers = [*held.headers, (SESSION_HEADER, session_id.encode("latin-1"))]
+        delete = {**scope, "method": "DELETE", "headers": headers, "query_string": b""}
+
+        async def receive() -> Message:
+            return {"type": "http.request", "body": b"", "more_body": False}
+
+        async def send(message: Message) -> None:
+            if message["type"] == "http.response.start" and message["status"] >= 300:
+                logger.warning("ending an idle session was answered %s", message["status"])
+
+        await self.app(delete, receive, send)
+        return True
 
     def _done(self, session_id: str) -> None:
         held = self.sessions.get(session_id)

@@ -25,6 +25,7 @@ from mcp.shared.exceptions import MCPError
 
 from kbes.server.push import LogTail, granted_routes, knowledge_base_of
 from kbes.server.serve_limits import DEFAULT_MAX_SUBSCRIPTIONS
+from kbes.server.standing import GrantsNow, Revoked, Standing, may_hear, snapshot
 from kbes.tools.grants import Grants
 from kbes.tools.refusals import too_many_subscriptions
 
@@ -38,6 +39,8 @@ class _Session:
     channel: Any
     """A `ServerSession` of the session (any one: rings go on the connection's standalone
     channel)."""
+    grants_now: GrantsNow
+    """The caller's grants at each ring (kbes.server.standing)."""
     uris: dict[str, tuple[str, Callable[[], None]]] = field(default_factory=dict)
     """URI as the client spelled it -> (its canonical URI, the tail watch's release)."""
 
@@ -51,9 +54,11 @@ class LegacySubscriptions:
         grants: Callable[[], Grants],
         *,
         limit: int = DEFAULT_MAX_SUBSCRIPTIONS,
+        standing: Standing | None = None,
     ) -> None:
         self.tail = tail
         self.grants = grants
+        self.standing = snapshot(grants) if standing is None else standing
         self.limit = limit
         self._sessions: dict[str, _Session] = {}
         self._unhook: Callable[[], None] | None = None
@@ -77,7 +82,9 @@ class LegacySubscriptions:
             raise MCPError(types.INVALID_REQUEST, too_many_subscriptions(self.limit))
         canonical = next(iter(routes))
         release = await self.tail.watch([knowledge_base_of(canonical)])
-        session = self._sessions.setdefault(key, _Session(ctx.session))
+        session = self._sessions.get(key)
+        if session is None:  # the standing of the session's caller, taken in its request
+            session = self._sessions[key] = _Session(ctx.session, self.standing())
         if uri in session.uris or len(session.uris) >= self.limit:
             release()  # subscribed meanwhile, by another request of the same session
             if uri in session.uris:
@@ -114,8 +121,15 @@ class LegacySubscriptions:
         if not isinstance(event, ResourceUpdated) or self.tail.tasks is None:
             return
         for key, session in list(self._sessions.items()):
-            for uri, (canonical, _release) in session.uris.items():
-                if canonical == event.uri:
+            rung = [uri for uri, (canonical, _) in session.uris.items() if canonical == event.uri]
+            if not rung:
+                continue
+            grants = session.grants_now()
+            if isinstance(grants, Revoked):
+                logger.info("the token of a session was revoked: its subscriptions end")
+                self.end_session(key)
+            elif may_hear(knowledge_base_of(event.uri), grants):
+                for uri in rung:
                     self.tail.tasks.start_soon(self._send, key, session, uri)
 
     async def _send(self, key: str, session: _Session, uri: str) -> None:

@@ -35,6 +35,7 @@ from kbes.domain.limits import DEFAULT_LIMITS, Limits
 from kbes.server.approval import approval_message
 from kbes.server.capabilities import KbesServer
 from kbes.server.edit_policy import EDIT_POLICIES, EditPolicy
+from kbes.server.failures import ContainFailures, unforeseen
 from kbes.server.http_auth import Tokens, TokensFile, TokensFileVerifier, narrow
 from kbes.server.http_sessions import SessionGuard, header
 from kbes.server.identity import SERVER_NAME, SERVER_TITLE, server_version
@@ -42,9 +43,12 @@ from kbes.server.in_flight import InFlightLimit
 from kbes.server.prompts import prompt_handlers
 from kbes.server.push import DEFAULT_INTERVAL
 from kbes.server.query_redaction import ACCESS_LOGGER
+from kbes.server.rebinding import local_only
 from kbes.server.resource_handlers import resource_handlers, with_links
 from kbes.server.serve_limits import DEFAULT_SERVE_LIMITS, ServeLimits
+from kbes.server.standing import REVOKED, GrantsNow, Revoked
 from kbes.server.stdio import AnsweringReadStream
+from kbes.server.stop_signal import StopSignal
 from kbes.store.application import KnowledgeBaseStore
 from kbes.tools import TOOLS, Admitted, Grants, Tool
 from kbes.tools.codes import KbesError
@@ -74,6 +78,9 @@ HEAVY_THREADS = 1
 """Of those, how many may run heavy work at once (a diff, an approval prompt's diff): each is
 bounded (`kbes.log.line_diff`), and one at a time leaves the other threads, and most of the
 GIL, to searches and reads."""
+STOP_GRACE = 2.0
+"""Seconds a stopping HTTP server lets the requests in flight finish before it ends them
+(within hypercorn's own graceful timeout, 3 s, past which it cancels them noisily)."""
 
 
 # The server ------------------------------------------------------------------------------------
@@ -122,6 +129,7 @@ class KbesMCP:
             self._limiter,
             push_interval=push_interval,
             max_subscriptions=limits.max_subscriptions,
+            standing=self._standing,
         )
         self.sessions: SessionGuard | None = None
         """The HTTP sessions' guard, once `http_app` has built it."""
@@ -143,6 +151,8 @@ class KbesMCP:
             else RequestStateSecurity.ephemeral()
         )
         self.server.middleware.append(RequestStateBoundary(security, default_audience=name))
+        # Innermost, around every handler: a failure that is no Exception fails one request.
+        self.server.middleware.append(ContainFailures())
 
     # Handlers -----------------------------------------------------------------------------
 
@@ -191,8 +201,12 @@ class KbesMCP:
                 result = await self._in_thread(call.answer, self.store)
         except KbesError:
             raise
-        except Exception:
-            logger.exception("tool %s failed", tool.name)
+        except BaseException as e:
+            # A Rust panic (pyo3's PanicException) is a BaseException: answered too, so it
+            # never reaches the SDK's session manager (kbes.server.failures).
+            if not isinstance(e, Exception) and not unforeseen(e):
+                raise
+            logger.error("tool %s failed", tool.name, exc_info=e)
             raise internal_error(tool.name) from None
         return with_links(ok_result(result), result)
 
@@ -221,6 +235,25 @@ class KbesMCP:
         if holder is None:  # unreachable behind the bearer middleware; fail closed anyway
             return frozenset()
         return narrow(self.grants, holder.grants)
+
+    def _standing(self) -> GrantsNow:
+        """The caller's grants at each later moment, for its streams (kbes.server.standing):
+        with --tokens, its token's grants in the tokens file as it is then, read again if it
+        changed, or REVOKED once its NAME is gone; else the server's."""
+        if self.tokens is None:
+            grants = self.grants
+            return lambda: grants
+        access = get_access_token()
+        if access is None:  # unreachable behind the bearer middleware; fail closed anyway
+            return lambda: REVOKED
+        tokens, name, server = self.tokens, access.client_id, self.grants
+
+        def now() -> Grants | Revoked:
+            current = tokens.refresh() if isinstance(tokens, TokensFile) else tokens
+            holder = current.named(name)
+            return REVOKED if holder is None else narrow(server, holder.grants)
+
+        return now
 
     async def _approve(
         self,
@@ -291,13 +324,22 @@ class KbesMCP:
             verifier = TokensFileVerifier(self.tokens)
         app = self.server.streamable_http_app(
             host=host,
+            # Without tokens, only requests addressed to this server (kbes.server.rebinding);
+            # with them, the SDK's default (the check on 127.0.0.1, localhost and ::1).
+            transport_security=local_only(url_host(host)) if self.tokens is None else None,
             auth=auth,
             token_verifier=verifier,
             session_idle_timeout=self.limits.session_idle_timeout,
             max_sessions=self.limits.max_sessions,
         )
+        # Without tokens every local client shares one address: a client at its limit has
+        # its least recently used idle session ended rather than be refused (defect 11).
         self.sessions = SessionGuard(
-            app, owner=self._owner, limits=self.limits, on_end=self.subscriptions.end_session
+            app,
+            owner=self._owner,
+            limits=self.limits,
+            on_end=self.subscriptions.end_session,
+            make_room=self.tokens is None,
         )
         return self.sessions
 
@@ -312,8 +354,9 @@ class KbesMCP:
         holder = self.tokens.holder(token.strip()) if scheme.lower() == "bearer" else None
         return None if holder is None else f"token {holder.name}"
 
-    async def serve_http(self, sock: socket.socket, *, log_level: str = "warning") -> None:
-        """Serve streamable HTTP on an already bound socket until SIGINT or SIGTERM, with the
+    async def serve_http(self, sock: socket.socket, *, log_level: str = "warning") -> str | None:
+        """Serve streamable HTTP on an already bound socket until SIGINT or SIGTERM (the
+        signal's name is returned), with the
         connection limits and timeouts of `self.limits` (docs/operations.md). Hypercorn, not
         uvicorn: its keep-alive timer runs from a connection's opening (and from each
         response) until the next request's headers are complete, so a client that never
@@ -334,11 +377,26 @@ class KbesMCP:
             config.accesslog = logging.getLogger(ACCESS_LOGGER)
             # The request line as uvicorn prints it, with the path but not the query string.
             config.access_log_format = '%(h)s - "%(m)s %(U)s HTTP/%(H)s" %(s)s'
+        stop = StopSignal()
+
+        async def stopping() -> None:
+            await stop.event.wait()
+            await app.drain(STOP_GRACE)
+
+        async def run_server() -> None:
+            # Our trigger, not hypercorn's own signal handlers, so a stop is a graceful return;
+            # and hypercorn in a task of its own: on Python 3.11 the asyncio.TaskGroup it stops
+            # leaves its task's cancel count raised, which in the main task turned every stop
+            # into a CancelledError traceback and exit status 1 (issue 35, defect 10).
+            await serve(app, config, mode="asgi", shutdown_trigger=stopping)  # type: ignore[arg-type]
+            tasks.cancel_scope.cancel()
+
         async with anyio.create_task_group() as tasks:
+            await tasks.start(stop.watch)
             if self.sessions is not None:
                 tasks.start_soon(self.sessions.run)
-            await serve(app, config, mode="asgi")  # type: ignore[arg-type]
-            tasks.cancel_scope.cancel()
+            tasks.start_soon(run_server)
+        return stop.received
 
 
 # Wire shapes --------------------------------------------------------------------------------

@@ -38,6 +38,7 @@ from mcp.shared.exceptions import MCPError
 
 from kbes.server.capabilities import honored
 from kbes.server.resources import article_uri, canonical_uri, knowledge_base_uri, parse_uri
+from kbes.server.standing import GrantsNow, Revoked, Standing, may_hear
 from kbes.store.application import KnowledgeBaseStore
 from kbes.tools.codes import NotFound
 from kbes.tools.grants import Grants, admit
@@ -168,11 +169,14 @@ class Listen:
     """The `subscriptions/listen` handler: the SDK's `ListenHandler` over a view of the tail's
     bus that carries only the caller's granted, current URIs, under the spelling it asked for.
     A URI it may not see is acknowledged like any other and simply never rings, exactly as one
-    that names nothing; a list-changed kind is not acknowledged, as kbes sends none."""
+    that names nothing; a list-changed kind is not acknowledged, as kbes sends none. The
+    caller's grants are asked again before each ring (`standing`): a narrowed token hears only
+    what it may touch now, and a revoked one's stream ends at the next change."""
 
-    def __init__(self, tail: LogTail, grants: Callable[[], Grants]) -> None:
+    def __init__(self, tail: LogTail, grants: Callable[[], Grants], standing: Standing) -> None:
         self.tail = tail
         self.grants = grants
+        self.standing = standing
         self._open = 0
 
     async def __call__(
@@ -184,7 +188,9 @@ class Listen:
         release = await self.tail.watch(knowledge_base_of(uri) for uri in routes)
         self._open += 1
         try:
-            handler = ListenHandler(RoutedBus(self.tail.bus, routes))
+            handler = ListenHandler(
+                RoutedBus(self.tail.bus, routes, self.standing(), lambda: handler.close())
+            )
             narrowed = params.model_copy(update={"notifications": honored(params.notifications)})
             return await handler(ctx, narrowed)
         finally:
@@ -214,11 +220,21 @@ def knowledge_base_of(uri: str) -> str:
 
 class RoutedBus:
     """A view of a bus for one listen stream: canonical URIs in, the client's spellings out,
-    everything else dropped before the SDK's own filter sees it."""
+    everything else dropped before the SDK's own filter sees it, and so is every ring its
+    caller may no longer hear (`grants_now`); the first ring after the caller's token is
+    revoked calls `revoked` instead (which ends the stream)."""
 
-    def __init__(self, bus: InMemorySubscriptionBus, routes: dict[str, list[str]]) -> None:
+    def __init__(
+        self,
+        bus: InMemorySubscriptionBus,
+        routes: dict[str, list[str]],
+        grants_now: GrantsNow,
+        revoked: Callable[[], None],
+    ) -> None:
         self._bus = bus
         self._routes = routes
+        self._grants_now = grants_now
+        self._revoked = revoked
 
     async def publish(self, event: ServerEvent) -> None:
         await self._bus.publish(event)
@@ -227,8 +243,13 @@ class RoutedBus:
         routes = self._routes
 
         def routed(event: ServerEvent) -> None:
-            if isinstance(event, ResourceUpdated):
-                for spelling in routes.get(event.uri, ()):
+            if not isinstance(event, ResourceUpdated) or event.uri not in routes:
+                return
+            grants = self._grants_now()
+            if isinstance(grants, Revoked):
+                self._revoked()
+            elif may_hear(knowledge_base_of(event.uri), grants):
+                for spelling in routes[event.uri]:
                     listener(ResourceUpdated(uri=spelling))
 
         return self._bus.subscribe(routed)

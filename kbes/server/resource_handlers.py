@@ -27,9 +27,11 @@ from kbes.server.resources import (
     ResourceText,
     list_knowledge_bases,
     read_resource,
+    shown_uri,
     version_uri,
 )
 from kbes.server.serve_limits import DEFAULT_MAX_SUBSCRIPTIONS
+from kbes.server.standing import Standing, snapshot
 from kbes.store.application import KnowledgeBaseStore
 from kbes.tools.codes import Gone, InternalError, KbesError, Unavailable
 from kbes.tools.grants import Grants
@@ -150,7 +152,9 @@ def resource_error(uri: str, error: KbesError) -> MCPError:
         code = types.INTERNAL_ERROR  # the store, not the URI: the same read may work later
     else:
         code = types.INVALID_PARAMS
-    return MCPError(code=code, message=error.message, data={**error.to_dict(), "uri": uri})
+    return MCPError(
+        code=code, message=error.message, data={**error.to_dict(), "uri": shown_uri(uri)}
+    )
 
 
 def resource_links(result: msgspec.Struct) -> list[types.ResourceLink]:
@@ -193,15 +197,18 @@ def resource_handlers(
     *,
     push_interval: float = DEFAULT_INTERVAL,
     max_subscriptions: int = DEFAULT_MAX_SUBSCRIPTIONS,
+    standing: Standing | None = None,
 ) -> tuple[LogTail, LegacySubscriptions, dict[str, Any]]:
     """The log tail, the handshake-era subscriptions (whose `end_session` the HTTP transport
     calls) and the lowlevel `Server` keyword arguments serving resources and push: reads under
     the caller's grants on the tools' thread pool, and a tail on its own thread ringing
     listeners (and handshake-era subscribers, at most `max_subscriptions` per session) on
-    change."""
+    change, each ring under the caller's grants as they stand then (`standing`; default: as
+    they were when the stream opened)."""
+    standing = snapshot(grants) if standing is None else standing
     reads = ResourceHandlers(store, grants, limiter)
     tail = LogTail(store, interval=push_interval, limiter=anyio.CapacityLimiter(1))
-    legacy = LegacySubscriptions(tail, grants, limit=max_subscriptions)
+    legacy = LegacySubscriptions(tail, grants, limit=max_subscriptions, standing=standing)
     return (
         tail,
         legacy,
@@ -210,7 +217,7 @@ def resource_handlers(
             "on_list_resources": reads.list_resources,
             "on_list_resource_templates": reads.list_templates,
             "on_read_resource": reads.read,
-            "on_subscriptions_listen": Listen(tail, grants),
+            "on_subscriptions_listen": Listen(tail, grants, standing),
             "on_subscribe_resource": legacy.subscribe,
             "on_unsubscribe_resource": legacy.unsubscribe,
         },

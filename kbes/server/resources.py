@@ -110,9 +110,27 @@ class Address:
         return self.updated_at is None
 
 
+MAX_URI_CHARS = 512
+"""Longer than any kbes resource URI in any id spelling (a version URI is under 200): a longer
+one names nothing, and is refused before it is matched or echoed."""
+SHOWN_URI_CHARS = 120
+"""How much of an over-long URI a refusal shows: a 1 MB URI was echoed three times in its
+error (message, data.message, data.uri; issue 35)."""
+
+
+def shown_uri(uri: str) -> str:
+    """The URI as an error may echo it: whole if it could be a kbes URI, else its start."""
+    if len(uri) <= MAX_URI_CHARS:
+        return uri
+    return f"{uri[:SHOWN_URI_CHARS]}… ({len(uri):,} characters)"
+
+
 def parse_uri(uri: str) -> Address:
     """The address a URI spells; `invalid_argument` naming the templates otherwise. Ids are not
     checked here: an odd id reads as an unknown one, through the tools' own checks."""
+    templates = (ARTICLE_TEMPLATE, VERSION_TEMPLATE, KNOWLEDGE_BASE_TEMPLATE)
+    if len(uri) > MAX_URI_CHARS:
+        raise not_a_resource_uri(shown_uri(uri), templates)
     for template in (_VERSION, _ARTICLE, _KNOWLEDGE_BASE):
         found = template.match(uri)
         if found is not None:
@@ -122,7 +140,7 @@ def parse_uri(uri: str) -> Address:
                 article_id=values.get("article_id"),
                 updated_at=values.get("updated_at"),
             )
-    raise not_a_resource_uri(uri, (ARTICLE_TEMPLATE, VERSION_TEMPLATE, KNOWLEDGE_BASE_TEMPLATE))
+    raise not_a_resource_uri(uri, templates)
 
 
 def canonical_uri(uri: str) -> str | None:

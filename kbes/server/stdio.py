@@ -76,7 +76,11 @@ class AnsweringReadStream:
         return await self._inner.__aexit__(exc_type, exc_val, exc_tb)
 
     async def _answer(self, error: Exception) -> None:
-        answer = refusal(error)
+        try:
+            answer = refusal(error)
+        except Exception:  # reading the refused line failed too: still answered, never fatal
+            logger.exception("stdio: reading a refused line failed")
+            answer = types.PARSE_ERROR, "Parse error: the line could not be read", None, ""
         if answer is None:
             return
         code, message, request_id, line = answer
@@ -105,7 +109,7 @@ def refusal(error: Exception) -> tuple[int, str, int | str | None, str] | None:
             return None
         try:
             parsed = json.loads(line)
-        except ValueError:
+        except (ValueError, RecursionError):  # nested deeper than Python's parser goes
             return types.PARSE_ERROR, f"Parse error: {first['msg']}", None, line.strip()
         if _has_surrogate(parsed):
             message = (
@@ -158,4 +162,6 @@ def _has_surrogate(value: Any) -> bool:
         json.dumps(value, ensure_ascii=False).encode("utf-8")
     except UnicodeEncodeError:
         return True
+    except RecursionError:  # as deep as Python's parser goes: no id is read from it anyway
+        return False
     return False

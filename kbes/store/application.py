@@ -28,6 +28,7 @@ from typing import Any, TypeVar
 from uuid import UUID
 
 from eventsourcing.persistence import Recording
+from eventsourcing.utils import get_topic
 
 from kbes.domain.article import Article
 from kbes.domain.clock import Clock, SystemClock
@@ -54,6 +55,7 @@ from kbes.store.results import (
     VersionHistory,
 )
 from kbes.store.settings import SYNCHRONOUS_ENV, Settings, is_postgres_url
+from kbes.store.sqlite import KbesSQLiteFactory
 
 R = TypeVar("R")
 
@@ -286,9 +288,18 @@ def open_store(
         return KnowledgeBaseStore(
             postgres_env(settings.db, settings), clock=clock, settings=settings, embedder=embedder
         )
-    env = {
+    # eventsourcing reads the process environment over a class's `env`, so an embedding
+    # application's PERSISTENCE_MODULE (or KBES_PERSISTENCE_MODULE, which its lookup tries
+    # first) made kbes open with another factory (issue 35): kbes's own wiring is pinned under
+    # both keys, as postgres_env pins the URL's.
+    sqlite = {
+        "PERSISTENCE_MODULE": get_topic(KbesSQLiteFactory),
         "SQLITE_DBNAME": settings.db,
         "SQLITE_LOCK_TIMEOUT": str(settings.lock_timeout),
+    }
+    env = {
+        **sqlite,
+        **{f"KBES_{key}": value for key, value in sqlite.items()},
         SYNCHRONOUS_ENV: settings.synchronous,
     }
     return KnowledgeBaseStore(env, clock=clock, settings=settings, embedder=embedder)

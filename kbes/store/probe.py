@@ -15,7 +15,7 @@ from typing import Any, ClassVar
 
 from kbes.store.postgres_url import postgres_env, setting
 from kbes.store.settings import Settings
-from kbes.store.sqlite import EVENTS_TABLE
+from kbes.store.sqlite import EVENTS_TABLE, FEED_TABLE
 from kbes.store.urls import MISTYPED_URL, redact
 from kbes.store.views_file import views_built_from
 
@@ -67,6 +67,14 @@ class InMemory(Refused):
 @dataclasses.dataclass(eq=False)
 class ForeignSqlite(Refused):
     """A SQLite file that holds other tables and no kbes log."""
+
+    database: str
+
+
+@dataclasses.dataclass(eq=False)
+class ForeignLog(Refused):
+    """A SQLite file holding another eventsourcing application's log (its events table has
+    kbes's name, and events of other topics)."""
 
     database: str
 
@@ -168,9 +176,25 @@ def require_database(settings: Settings, *, create: bool = False) -> bool:
     tables = sqlite_tables(db) if Path(db).is_file() else None
     if tables and EVENTS_TABLE not in tables:
         raise ForeignSqlite(db)
+    if tables and FEED_TABLE not in tables and not kbes_events_only(db):
+        # Another eventsourcing application's log: its table has kbes's name (issue 35).
+        raise ForeignLog(db)
     if not create and not tables:
         raise Missing(db, empty_file=tables is not None)
     return bool(tables)
+
+
+def kbes_events_only(path: str) -> bool:
+    """Whether a log without kbes's feed table is kbes's all the same (one written before the
+    feed): it holds events, every one of a kbes topic."""
+    uri = f"{Path(path).resolve().as_uri()}?mode=ro"
+    query = f"SELECT topic LIKE 'kbes.%' FROM {EVENTS_TABLE} GROUP BY topic LIKE 'kbes.%'"
+    try:
+        with closing(sqlite3.connect(uri, uri=True)) as db:
+            kinds = {row[0] for row in db.execute(query)}
+    except sqlite3.DatabaseError as e:
+        raise CannotOpen(path, str(e)) from None
+    return kinds == {1}
 
 
 def sqlite_tables(path: str) -> set[str]:
