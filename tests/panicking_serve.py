@@ -14,20 +14,21 @@ from typing import Any
 
 from kbes.cli import main
 from kbes.store.application import KnowledgeBaseStore
+from kbes.store.queries import Queries
 
 
 class PanicException(BaseException):
     """Shaped as pyo3's: not an `Exception`."""
 
 
-PANICKING = ("catch_up", "require_knowledge_base")
-"""The store's methods that panic: between them, every search, read, resource read, prompt."""
+PANICKING = ((Queries, "catch_up"), (KnowledgeBaseStore, "require_knowledge_base"))
+"""The methods that panic: between them, every search, read, resource read, prompt."""
 
 
 def install(flag: Path) -> None:
-    for name in PANICKING:
-        original = getattr(KnowledgeBaseStore, name)
-        setattr(KnowledgeBaseStore, name, panicking(original, flag))
+    for owner, name in PANICKING:
+        original = getattr(owner, name)
+        setattr(owner, name, panicking(original, flag))
 
 
 def panicking(original: Callable[..., Any], flag: Path) -> Callable[..., Any]:

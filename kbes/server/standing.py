@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from kbes.domain.errors import NotFound
+from kbes.tools.codes import NotFound
 from kbes.tools.grants import Grants, admit
 
 
