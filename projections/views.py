@@ -43,7 +43,7 @@ class Views:
         self.runner = CatchUp(self.database)
         self.rebuilder = Rebuild(self.database, self.runner)
         self.queries = Queries(self.database)
-        self.keyword = KeywordIndexes(self.database)
+        self.keyword = KeywordIndexes(self.database, log=source[0] if source else None)
         self.source = source
 
     @property

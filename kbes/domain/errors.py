@@ -112,6 +112,20 @@ class TooLargeToDiff(KbesError):
     code = "too_large_to_diff"
 
 
+class IndexUnavailable(Unavailable):
+    """The search index of one knowledge base cannot be used now, for `reason` (a full disk, an
+    unwritable folder, files damaged past rebuilding here): nothing was searched, the other
+    knowledge bases are unaffected, and the same call can be retried once the cause is gone."""
+
+    def __init__(self, knowledge_base_id: object, reason: str) -> None:
+        super().__init__(
+            f"the search index of knowledge base {knowledge_base_id} cannot be used now: "
+            f"{reason}; retry later"
+        )
+        self.knowledge_base_id = knowledge_base_id
+        self.reason = reason
+
+
 class WriteContended(Busy):
     """A person's write (last writer wins) found, `attempts` times in a row, that another
     process had written the same article first, each time after loading it afresh: nothing
