@@ -318,12 +318,14 @@ class KeywordIndexes:
         position = self._position(searcher, source)
         deadline = time.monotonic() + self.wait_seconds
         if 0 < position < head:
-            changed = self._changed(kb, position, head)
-            if not changed:
+            # None: the views were rebuilt meanwhile, and the index is to be built whole.
+            changed = self._changed(kb, position, head, source)
+            if changed is not None and not changed:
                 self.searchers[kb] = (source, head, searcher)
                 return searcher
             if (
                 terms
+                and changed is not None
                 and len(changed) <= DEFER_AT_MOST
                 and not self._touched(searcher, source, changed, terms)
             ):
@@ -333,6 +335,7 @@ class KeywordIndexes:
                 if writer is not None:
                     index.reload()
                     searcher = index.searcher()
+                    source = self.source()
                     position = self._position(searcher, source)
                     if position < head:
                         kept = K.positions_held(searcher)
@@ -341,6 +344,7 @@ class KeywordIndexes:
             writer = None  # the last reference: dropping it releases tantivy's lock
             index.reload()
             searcher = index.searcher()
+            source = self.source()  # a rebuild may have switched the views in meanwhile
             position = self._position(searcher, source)
             if position >= head:
                 self.searchers[kb] = (source, position, searcher)
@@ -355,15 +359,21 @@ class KeywordIndexes:
         self.searchers[kb] = (source, position, searcher)
         return searcher
 
-    def _changed(self, kb: str, position: int, head: int) -> list[str]:
+    def _changed(self, kb: str, position: int, head: int, source: str) -> list[str] | None:
         """The articles changed after `position` up to `head`; one more than `DEFER_AT_MOST`
-        at most."""
-        rows = self.database.fetch(
-            "SELECT DISTINCT article_id FROM keyword_changes WHERE knowledge_base_id = ? "
-            "AND position > ? AND position <= ? LIMIT ?",
-            (kb, position, head, DEFER_AT_MOST + 1),
-        )
-        return [row[0] for row in rows]
+        at most. None if the views are no longer `source`: read in one snapshot with the
+        changes, since a rebuild that switches its views in forgets them (issue 35, item 6)."""
+        with self.database.read() as c:
+            c.execute(f"SELECT id FROM {SOURCE_TABLE}")
+            row = c.fetchone()
+            if row is None or row[0] != source:
+                return None
+            c.execute(
+                "SELECT DISTINCT article_id FROM keyword_changes WHERE knowledge_base_id = ? "
+                "AND position > ? AND position <= ? LIMIT ?",
+                (kb, position, head, DEFER_AT_MOST + 1),
+            )
+            return [row[0] for row in c.fetchall()]
 
     def _touched(
         self, searcher: tantivy.Searcher, source: str, changed: list[str], terms: list[str]
@@ -439,6 +449,12 @@ class KeywordIndexes:
         one read transaction, so memory holds a chunk, not the knowledge base."""
         with self.database.read() as c:
             head = max(self.database.position(c), wanted)
+            c.execute(f"SELECT id FROM {SOURCE_TABLE}")
+            row = c.fetchone()
+            if row is not None and row[0] != source:
+                # A rebuild switched its views in since the caller read their id: what changed
+                # since `position` is forgotten, so the index is built whole from them.
+                source, position = row[0], 0
             if position == 0:
                 writer.delete_all_documents()
                 # The keys first (the knowledge base's index), then the rows a chunk at a time.

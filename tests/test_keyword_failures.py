@@ -12,10 +12,11 @@ import os
 import shutil
 import time
 from pathlib import Path
+from typing import Any
 
 import pytest
 
-from kbes import KnowledgeBaseStore
+from kbes import KnowledgeBaseStore, open_store
 from kbes.domain.errors import IndexUnavailable
 from kbes.projections import index_failure
 from kbes.projections import keyword_index as KI
@@ -150,3 +151,35 @@ def test_building_every_index_leaves_none_open(store) -> None:
         store.add_article(kb, "Care", "text", publish=True)
     store.rebuild()
     assert store.views.keyword.open == {}
+
+
+def test_a_rebuild_switching_views_mid_search_never_hides_an_acknowledged_save(
+    db_path, monkeypatch
+) -> None:
+    """Another process's `kbes rebuild` switches its views in (which forgets the record of
+    changes for search) between this process reading the views' id and reading the changes
+    since its index's position. Before: the changes read empty, and the search answered from
+    the index as it was, without the save it had just folded (issue 35, item 6: 7 of 12,103
+    cross-process searches during 100 rebuilds)."""
+    searcher, rebuilder = open_store(db_path), open_store(db_path)
+    try:
+        kb = str(searcher.create_knowledge_base("Race"))
+        article = str(searcher.add_article(kb, "Care", "Feed it alphaword.", publish=True))
+        searcher.add_articles(kb, [(f"F{i}", f"filler{i}") for i in range(5)], publish=True)
+        assert ids(searcher, kb, "alphaword") == [article]
+        rebuilder.save_article(kb, article, content="Feed it bravoword.")
+        changed = KI.KeywordIndexes._changed
+
+        def switched_first(self: KI.KeywordIndexes, *args: Any) -> Any:
+            assert rebuilder.views.source is not None
+            rebuilder.views.rebuilder.run(*rebuilder.views.source)  # the switch, no index built
+            return changed(self, *args)
+
+        monkeypatch.setattr(KI.KeywordIndexes, "_changed", switched_first)
+        assert ids(searcher, kb, "bravoword") == [article]
+        monkeypatch.undo()
+        assert ids(searcher, kb, "bravoword") == [article]
+        assert ids(rebuilder, kb, "bravoword") == [article]
+    finally:
+        searcher.close()
+        rebuilder.close()
