@@ -219,39 +219,39 @@ class KeywordIndexes:
         return self._safely(knowledge_base_id, found)
 
     def _safely(self, kb: str, run: Callable[[], T]) -> T:
-        """`run()`, the knowledge base's index's failures made its own: damaged files are moved
-        aside and the index built whole once more; what the machine cannot give now (a full
-        disk, an unwritable folder, threads), or a second failure, is `IndexUnavailable`. A
-        Rust panic is caught here too (a BaseException), so it never reaches the server."""
-        try:
-            return run()
-        except BaseException as e:
-            first = index_failure.classify(e)
-            if first is None:
-                raise
-            with self.lock:
-                self.close(kb)
-            if not first.damaged:
-                logger.warning("the keyword index of knowledge base %s: %s", kb, first.reason)
-                raise IndexUnavailable(kb, first.reason) from e
-            logger.warning(
-                "the keyword index of knowledge base %s failed (%s); building it again",
-                kb,
-                first.reason,
-            )
-        try:
-            with self.lock:
-                self._discard(kb)
-            return run()
-        except BaseException as e:
-            again = index_failure.classify(e)
-            if again is None:
-                raise
-            with self.lock:
-                self.close(kb)
-            reason = f"{first.reason}; building it again failed: {again.reason}"
-            logger.warning("the keyword index of knowledge base %s: %s", kb, reason)
-            raise IndexUnavailable(kb, reason) from e
+        """`run()`, the knowledge base's index's failures made its own. A failure of its files
+        is tried again on the index reopened (another process's commit can delete the files a
+        reload was about to open), then on the index moved aside and built whole; what the
+        machine cannot give now (a full disk, an unwritable folder, threads), or a failure of
+        the index built again, is `IndexUnavailable`. A Rust panic is caught here too (a
+        BaseException), so it never reaches the server."""
+        reasons: list[str] = []
+        discard = False
+        for attempt in range(3):  # as it is, reopened, built again
+            try:
+                if discard:
+                    with self.lock:
+                        self._discard(kb)
+                return run()
+            except BaseException as e:
+                failure = index_failure.classify(e)
+                if failure is None:
+                    raise
+                reasons.append(failure.reason)
+                with self.lock:
+                    self.close(kb)
+                if not failure.damaged or attempt == 2:
+                    reason = "; then ".join(reasons)
+                    logger.warning("the keyword index of knowledge base %s: %s", kb, reason)
+                    raise IndexUnavailable(kb, reason) from e
+                discard = attempt == 1
+                if discard:
+                    logger.warning(
+                        "the keyword index of knowledge base %s failed (%s); building it again",
+                        kb,
+                        failure.reason,
+                    )
+        raise AssertionError("unreachable")  # the last attempt returns or raises
 
     def _discard(self, kb: str) -> None:
         """Close the knowledge base's index and move its folder aside, then delete it: the next

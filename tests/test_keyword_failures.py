@@ -183,3 +183,26 @@ def test_a_rebuild_switching_views_mid_search_never_hides_an_acknowledged_save(
     finally:
         searcher.close()
         rebuilder.close()
+
+
+def test_a_failure_that_passes_on_reopening_keeps_the_index(
+    store, kb, db_path, monkeypatch
+) -> None:
+    """A reload can meet a file another process's commit just deleted: the index is reopened
+    and tried again before anything is thrown away."""
+    article = str(store.add_article(kb, "Care", "Feed it alphaword.", publish=True))
+    assert ids(store, kb, "alphaword") == [article]
+    store.save_article(kb, article, content="Feed it bravoword.")
+    marker = index_folder(db_path, kb) / "kept"
+    marker.touch()
+    apply = KI.KeywordIndexes._apply
+    failures = ['FileDoesNotExist("a.idx")']
+
+    def once(self: KI.KeywordIndexes, *args: Any) -> None:
+        if failures:
+            raise ValueError(failures.pop())
+        apply(self, *args)
+
+    monkeypatch.setattr(KI.KeywordIndexes, "_apply", once)
+    assert ids(store, kb, "bravoword") == [article]
+    assert marker.exists()
