@@ -159,9 +159,14 @@ class KeywordIndexes:
                 path.mkdir(parents=True, exist_ok=True)
                 try:
                     index = tantivy.Index(K.SCHEMA, path=os.fspath(path), reuse=True)
-                except ValueError:
-                    # Another schema's index (an older kbes): a projection, built again.
-                    logger.warning("rebuilding the keyword index in %s (another format)", path)
+                except ValueError as e:
+                    # Another schema's index (an older kbes), or files too damaged to open: a
+                    # projection, built again.
+                    logger.warning(
+                        "rebuilding the keyword index in %s (another format, or damaged: %s)",
+                        path,
+                        e,
+                    )
                     shutil.rmtree(path)
                     path.mkdir(parents=True)
                     index = tantivy.Index(K.SCHEMA, path=os.fspath(path), reuse=True)
@@ -245,12 +250,12 @@ class KeywordIndexes:
                     logger.warning("the keyword index of knowledge base %s: %s", kb, reason)
                     raise IndexUnavailable(kb, reason) from e
                 discard = attempt == 1
-                if discard:
-                    logger.warning(
-                        "the keyword index of knowledge base %s failed (%s); building it again",
-                        kb,
-                        failure.reason,
-                    )
+                logger.warning(
+                    "the keyword index of knowledge base %s failed (%s); %s",
+                    kb,
+                    failure.reason,
+                    "building it again" if discard else "reopening it",
+                )
         raise AssertionError("unreachable")  # the last attempt returns or raises
 
     def _discard(self, kb: str) -> None:
