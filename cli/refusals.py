@@ -25,6 +25,7 @@ from kbes.domain.errors import (
     DiffTooLarge,
     DomainError,
     EmptyKey,
+    IndexUnavailable,
     InvalidId,
     KeyReused,
     KnowledgeBaseNotFound,
@@ -129,6 +130,7 @@ WORDS: dict[type[DomainError], Callable[[Any], str]] = {
     WriteContended: _write_contended,
     Busy: lambda fact: fact.reason,
     Unavailable: lambda fact: fact.reason,
+    IndexUnavailable: lambda fact: fact.reason,
     VersionNotFound: lambda fact: no_version(fact.article_id, fact),
     DiffTooLarge: lambda fact: (
         f"diffing {fact.old_lines} lines into {fact.new_lines} takes over {fact.budget} steps"

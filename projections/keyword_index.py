@@ -17,27 +17,42 @@ views (a rebuild, a drop: `SOURCE_TABLE`'s id changes), is built whole from the 
 One writer: tantivy guards each index with a lock file the OS releases when its holder dies. A
 process that needs an index at position H takes its writer for one catch-up; one that finds it
 held waits, reloading, for the recorded position to reach H, and takes the writer if the
-holder stopped short; after `WAIT_SECONDS` it reports the index busy."""
+holder stopped short; after `WAIT_SECONDS` it reports the index busy.
+
+Trusted for nothing it does not check (issue 35): each commit's position document names the
+log's event at its position (a mark), and a process checks it against the log before it uses a
+commit it did not make. An index from another log, or past the log's head (a backup restored
+beside a newer index, a power cut that cost the log its tail), is built whole again. An index
+whose files fail (damaged, missing, a stray file of a killed commit) is moved aside and built
+whole from the views; one the machine cannot serve now (a full disk, an unwritable folder, no
+threads left) costs that knowledge base's searches, answered `unavailable`, until it can. A
+process keeps at most `OPEN_AT_MOST` indexes open: each holds a thread and memory maps."""
 
 from __future__ import annotations
 
+import hashlib
 import logging
 import os
 import shutil
 import threading
 import time
 import uuid
-from collections.abc import Iterator
+from collections import OrderedDict
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import tantivy
 
-from kbes.domain.errors import Busy
+from kbes.domain.errors import Busy, IndexUnavailable
+from kbes.projections import index_failure
 from kbes.projections import keyword_schema as K
 
 if TYPE_CHECKING:
     from kbes.projections.database import ViewsDatabase
+    from kbes.projections.source import LogReader
+
+T = TypeVar("T")
 
 logger = logging.getLogger(__name__)
 
@@ -62,6 +77,11 @@ count and mean length) lag, as tantivy's already do by deleted documents until a
 commit costs a fixed few milliseconds (docs/performance.md), so this spares the searches a
 save cannot change."""
 TERMS_KEPT = 4096
+OPEN_AT_MOST = 128
+"""Keyword indexes a process keeps open, the least recently used closed first: each holds a
+thread (tantivy's meta-file watcher) and about ten memory maps, and a server that had searched
+4,656 knowledge bases could start no thread more (issue 35). Closing one releases both within
+a second; reopening costs about a millisecond."""
 
 
 def record_changes(c: Any, changed: list[tuple[str, str]], position: int) -> None:
@@ -84,12 +104,25 @@ def forget(c: Any) -> None:
 class KeywordIndexes:
     """The keyword index of each knowledge base of one views database."""
 
-    def __init__(self, database: ViewsDatabase, *, wait_seconds: float = WAIT_SECONDS) -> None:
+    def __init__(
+        self,
+        database: ViewsDatabase,
+        *,
+        log: LogReader | None = None,
+        wait_seconds: float = WAIT_SECONDS,
+    ) -> None:
+        """`log` is the log the views fold: each commit is marked with its event at the
+        commit's position, and checked against it (None: no check)."""
         self.database = database
+        self.log = log
         self.root = database.beside(".keyword")
         self.wait_seconds = wait_seconds
         self.lock = threading.Lock()
-        self.open: dict[str, tantivy.Index] = {}
+        self.open: OrderedDict[str, tantivy.Index] = OrderedDict()
+        self.verified: set[tuple[int, str]] = set()
+        """(position, mark) pairs checked against the log."""
+        self.distrusted: set[tuple[int, str]] = set()
+        """(position, mark) pairs the log disowned, warned about once."""
         self.terms: dict[tuple[str, str, int], frozenset[str]] = {}
         """The terms of an article's document, by views id, article and version."""
         self.searchers: dict[str, tuple[str, int, tantivy.Searcher]] = {}
@@ -114,7 +147,11 @@ class KeywordIndexes:
 
     def index(self, knowledge_base_id: str) -> tantivy.Index:
         index = self.open.get(knowledge_base_id)
-        if index is None:
+        if index is not None:
+            self.open.move_to_end(knowledge_base_id)
+        else:
+            while len(self.open) >= OPEN_AT_MOST:
+                self.close(next(iter(self.open)))
             if self.root is None:
                 index = tantivy.Index(K.SCHEMA)
             else:
@@ -122,9 +159,14 @@ class KeywordIndexes:
                 path.mkdir(parents=True, exist_ok=True)
                 try:
                     index = tantivy.Index(K.SCHEMA, path=os.fspath(path), reuse=True)
-                except ValueError:
-                    # Another schema's index (an older kbes): a projection, built again.
-                    logger.warning("rebuilding the keyword index in %s (another format)", path)
+                except ValueError as e:
+                    # Another schema's index (an older kbes), or files too damaged to open: a
+                    # projection, built again.
+                    logger.warning(
+                        "rebuilding the keyword index in %s (another format, or damaged: %s)",
+                        path,
+                        e,
+                    )
                     shutil.rmtree(path)
                     path.mkdir(parents=True)
                     index = tantivy.Index(K.SCHEMA, path=os.fspath(path), reuse=True)
@@ -133,31 +175,140 @@ class KeywordIndexes:
             self.open[knowledge_base_id] = index
         return index
 
+    def close(self, knowledge_base_id: str) -> None:
+        """Let go of the knowledge base's index: its thread and maps end once the last searcher
+        a caller still holds is dropped."""
+        self.open.pop(knowledge_base_id, None)
+        self.searchers.pop(knowledge_base_id, None)
+
     def search(self, knowledge_base_id: str, query: str, limit: int, head: int) -> list[K.Hit]:
         """The top hits once the knowledge base's index reflects the views at `head`, for the
         query's words (`DEFER_AT_MOST`)."""
         question = K.asked(query)
-        with self.lock:
-            searcher = self._caught_up(knowledge_base_id, head, question.terms)
-        return K.search(searcher, question, limit)
+
+        def hits() -> list[K.Hit]:
+            with self.lock:
+                searcher = self._caught_up(knowledge_base_id, head, question.terms)
+            return K.search(searcher, question, limit)
+
+        return self._safely(knowledge_base_id, hits)
 
     def build(self, knowledge_base_ids: list[str], head: int) -> None:
         """Bring each knowledge base's index to `head` now (after a rebuild, which sends every
-        index to be built whole), rather than at its first search."""
+        index to be built whole), rather than at its first search, and close it: a rebuild of
+        thousands of knowledge bases holds one open at a time."""
         for kb in knowledge_base_ids:
-            with self.lock:
-                self._caught_up(kb, head)
+
+            def built(kb: str = kb) -> None:
+                with self.lock:
+                    self._caught_up(kb, head)
+                    self.close(kb)
+
+            self._safely(kb, built)
 
     def documents(self, knowledge_base_id: str, head: int) -> list[tuple[str, str, str, str]]:
         """Every document of the knowledge base's index at `head`: (article id, title, content,
         updated_at), by article id. For comparing two builds of the views."""
-        with self.lock:
-            searcher = self._caught_up(knowledge_base_id, head)
-        hits = searcher.search(tantivy.Query.all_query(), max(searcher.num_docs, 1)).hits
-        found = (searcher.doc(address) for _, address in hits)
-        return sorted(
-            (d[K.ARTICLE_ID][0], *K.stored(d)) for d in found if d[K.ARTICLE_ID] != [K.POSITION_KEY]
-        )
+
+        def found() -> list[tuple[str, str, str, str]]:
+            with self.lock:
+                searcher = self._caught_up(knowledge_base_id, head)
+            hits = searcher.search(tantivy.Query.all_query(), max(searcher.num_docs, 1)).hits
+            docs = (searcher.doc(address) for _, address in hits)
+            return sorted(
+                (d[K.ARTICLE_ID][0], *K.stored(d))
+                for d in docs
+                if d[K.ARTICLE_ID] != [K.POSITION_KEY]
+            )
+
+        return self._safely(knowledge_base_id, found)
+
+    def _safely(self, kb: str, run: Callable[[], T]) -> T:
+        """`run()`, the knowledge base's index's failures made its own. A failure of its files
+        is tried again on the index reopened (another process's commit can delete the files a
+        reload was about to open), then on the index moved aside and built whole; what the
+        machine cannot give now (a full disk, an unwritable folder, threads), or a failure of
+        the index built again, is `IndexUnavailable`. A Rust panic is caught here too (a
+        BaseException), so it never reaches the server."""
+        reasons: list[str] = []
+        discard = False
+        for attempt in range(3):  # as it is, reopened, built again
+            try:
+                if discard:
+                    with self.lock:
+                        self._discard(kb)
+                return run()
+            except BaseException as e:
+                failure = index_failure.classify(e)
+                if failure is None:
+                    raise
+                reasons.append(failure.reason)
+                with self.lock:
+                    self.close(kb)
+                if not failure.damaged or attempt == 2:
+                    reason = "; then ".join(reasons)
+                    logger.warning("the keyword index of knowledge base %s: %s", kb, reason)
+                    raise IndexUnavailable(kb, reason) from e
+                discard = attempt == 1
+                logger.warning(
+                    "the keyword index of knowledge base %s failed (%s); %s",
+                    kb,
+                    failure.reason,
+                    "building it again" if discard else "reopening it",
+                )
+        raise AssertionError("unreachable")  # the last attempt returns or raises
+
+    def _discard(self, kb: str) -> None:
+        """Close the knowledge base's index and move its folder aside, then delete it: the next
+        open builds it whole. Another process that has it open reads the new one at its next
+        reload (the files it maps stay readable until it lets go)."""
+        self.close(kb)
+        if self.root is None:
+            return
+        path = self.root / kb
+        aside = self.root / f".{kb}.discarded.{uuid.uuid4().hex}"
+        try:
+            path.rename(aside)
+        except FileNotFoundError:
+            return
+        shutil.rmtree(aside, ignore_errors=True)
+
+    def _position(self, searcher: tantivy.Searcher, source: str) -> int:
+        """The position the searcher's commit reflects, once its mark matches the log's event
+        there; 0 (to be built whole) for a commit that followed another log or is past this
+        one's head."""
+        position, mark = K.read_position(searcher, source)
+        if position == 0 or self.log is None or (position, mark) in self.verified:
+            return position
+        if self._mark(position) != mark:
+            if (position, mark) not in self.distrusted:
+                self.distrusted.add((position, mark))
+                logger.warning(
+                    "a keyword index at position %d follows another log than this one "
+                    "(a backup restored, or the log lost its tail); building it again",
+                    position,
+                )
+            return 0
+        self._verified(position, mark)
+        return position
+
+    def _verified(self, position: int, mark: str) -> None:
+        if len(self.verified) >= TERMS_KEPT:
+            self.verified.clear()
+        self.verified.add((position, mark))
+
+    def _mark(self, position: int) -> str:
+        """Which event the log holds at `position`: a digest of its originator, version, topic
+        and state; "none" past the head."""
+        if self.log is None:
+            return ""
+        rows = self.log.select_notification_rows(position, 1, position)
+        if not rows:
+            return "none"
+        _, originator_id, version, topic, state = rows[0]
+        digest = hashlib.blake2b(f"{originator_id}/{version}/{topic}/".encode(), digest_size=8)
+        digest.update(state)
+        return digest.hexdigest()
 
     def _caught_up(self, kb: str, head: int, terms: list[str] | None = None) -> tantivy.Searcher:
         """The knowledge base's searcher at `head`; for a search of `terms`, the last commit's
@@ -169,15 +320,17 @@ class KeywordIndexes:
             return held[2]  # no commit anyone makes can be newer than what it already shows
         index.reload()
         searcher = index.searcher()
-        position = K.read_position(searcher, source)
+        position = self._position(searcher, source)
         deadline = time.monotonic() + self.wait_seconds
         if 0 < position < head:
-            changed = self._changed(kb, position, head)
-            if not changed:
+            # None: the views were rebuilt meanwhile, and the index is to be built whole.
+            changed = self._changed(kb, position, head, source)
+            if changed is not None and not changed:
                 self.searchers[kb] = (source, head, searcher)
                 return searcher
             if (
                 terms
+                and changed is not None
                 and len(changed) <= DEFER_AT_MOST
                 and not self._touched(searcher, source, changed, terms)
             ):
@@ -187,7 +340,8 @@ class KeywordIndexes:
                 if writer is not None:
                     index.reload()
                     searcher = index.searcher()
-                    position = K.read_position(searcher, source)
+                    source = self.source()
+                    position = self._position(searcher, source)
                     if position < head:
                         kept = K.positions_held(searcher)
                         purge = kept >= K.positions_allowed(searcher.num_docs - kept)
@@ -195,7 +349,8 @@ class KeywordIndexes:
             writer = None  # the last reference: dropping it releases tantivy's lock
             index.reload()
             searcher = index.searcher()
-            position = K.read_position(searcher, source)
+            source = self.source()  # a rebuild may have switched the views in meanwhile
+            position = self._position(searcher, source)
             if position >= head:
                 self.searchers[kb] = (source, position, searcher)
                 break
@@ -209,15 +364,21 @@ class KeywordIndexes:
         self.searchers[kb] = (source, position, searcher)
         return searcher
 
-    def _changed(self, kb: str, position: int, head: int) -> list[str]:
+    def _changed(self, kb: str, position: int, head: int, source: str) -> list[str] | None:
         """The articles changed after `position` up to `head`; one more than `DEFER_AT_MOST`
-        at most."""
-        rows = self.database.fetch(
-            "SELECT DISTINCT article_id FROM keyword_changes WHERE knowledge_base_id = ? "
-            "AND position > ? AND position <= ? LIMIT ?",
-            (kb, position, head, DEFER_AT_MOST + 1),
-        )
-        return [row[0] for row in rows]
+        at most. None if the views are no longer `source`: read in one snapshot with the
+        changes, since a rebuild that switches its views in forgets them (issue 35, item 6)."""
+        with self.database.read() as c:
+            c.execute(f"SELECT id FROM {SOURCE_TABLE}")
+            row = c.fetchone()
+            if row is None or row[0] != source:
+                return None
+            c.execute(
+                "SELECT DISTINCT article_id FROM keyword_changes WHERE knowledge_base_id = ? "
+                "AND position > ? AND position <= ? LIMIT ?",
+                (kb, position, head, DEFER_AT_MOST + 1),
+            )
+            return [row[0] for row in c.fetchall()]
 
     def _touched(
         self, searcher: tantivy.Searcher, source: str, changed: list[str], terms: list[str]
@@ -293,6 +454,12 @@ class KeywordIndexes:
         one read transaction, so memory holds a chunk, not the knowledge base."""
         with self.database.read() as c:
             head = max(self.database.position(c), wanted)
+            c.execute(f"SELECT id FROM {SOURCE_TABLE}")
+            row = c.fetchone()
+            if row is not None and row[0] != source:
+                # A rebuild switched its views in since the caller read their id: what changed
+                # since `position` is forgotten, so the index is built whole from them.
+                source, position = row[0], 0
             if position == 0:
                 writer.delete_all_documents()
                 # The keys first (the knowledge base's index), then the rows a chunk at a time.
@@ -320,8 +487,11 @@ class KeywordIndexes:
                         writer.add_document(K.document(article_id, title, content, updated_at, seq))
         if purge:
             writer.delete_documents_by_term(K.ARTICLE_ID, K.POSITION_KEY)
-        writer.add_document(K.position_document(max(head, 1), source))
+        at = max(head, 1)
+        mark = self._mark(at)
+        writer.add_document(K.position_document(at, source, mark))
         writer.commit()
+        self._verified(at, mark)
 
 
 __all__ = ["CHANGES", "KeywordIndexes", "forget", "record_changes"]

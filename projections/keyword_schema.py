@@ -152,8 +152,10 @@ def stored(doc: tantivy.Document) -> tuple[str, str, str]:
     return _decode(doc[STORED][0])
 
 
-def position_document(position: int, source: str) -> tantivy.Document:
-    document = tantivy.Document(article_id=POSITION_KEY, source=source)
+def position_document(position: int, source: str, mark: str = "") -> tantivy.Document:
+    """The document holding a commit's position in the log, the id of the views it was built
+    beside, and the `mark` of the log's event at that position (which log it followed)."""
+    document = tantivy.Document(article_id=POSITION_KEY, source=f"{source} {mark}".rstrip())
     document.add_unsigned(POSITION, position)  # an int keyword would be signed: the field is not
     return document
 
@@ -161,14 +163,16 @@ def position_document(position: int, source: str) -> tantivy.Document:
 _POSITIONS = tantivy.Query.term_query(SCHEMA, ARTICLE_ID, POSITION_KEY)
 
 
-def read_position(searcher: tantivy.Searcher, source: str) -> int:
-    """The log position the searcher's commit reflects (its newest position document); 0 for
-    an empty index or one built beside other views than `source`."""
+def read_position(searcher: tantivy.Searcher, source: str) -> tuple[int, str]:
+    """The log position the searcher's commit reflects (its newest position document) and the
+    mark of the log's event there ("" in an index from before marks); (0, "") for an empty
+    index or one built beside other views than `source`."""
     hits = searcher.search(_POSITIONS, 1, count=False, order_by_field=POSITION).hits
     if not hits:
-        return 0
+        return 0, ""
     doc = searcher.doc(hits[0][1])
-    return int(doc[POSITION][0]) if doc[SOURCE] == [source] else 0
+    built_beside, _, mark = doc[SOURCE][0].partition(" ")
+    return (int(doc[POSITION][0]), mark) if built_beside == source else (0, "")
 
 
 def positions_held(searcher: tantivy.Searcher) -> int:

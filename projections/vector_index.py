@@ -14,6 +14,7 @@ from typing import Any
 import numpy as np
 from threadpoolctl import ThreadpoolController
 
+from kbes.projections import vectors
 from kbes.projections.embedder import DIMENSIONS
 
 BLAS = ThreadpoolController()
@@ -151,9 +152,12 @@ class VectorIndex:
                 (self.embedded, embedded, self.model),
             )
             for digest, blob in c.fetchall():
+                vector = _vector(blob)
+                if vector is None:
+                    continue  # a damaged row: the articles stay pending, to be embedded again
                 for kb, article_id in self.pending.pop(digest, ()):
                     if self.hashes.get(article_id) == digest and kb in self.bases:
-                        self.bases[kb].put(article_id, _vector(blob))
+                        self.bases[kb].put(article_id, vector)
         if changed > self.changed:
             c.execute(
                 "SELECT v.article_id, v.knowledge_base_id, v.content_hash, e.vector "
@@ -179,11 +183,12 @@ class VectorIndex:
             self.bases[kb].remove(article_id)
             return
         self.hashes[article_id] = digest
-        if blob is None:
+        vector = None if blob is None else _vector(blob)
+        if vector is None:  # no vector yet, or a damaged one: pending, to be embedded again
             self.pending.setdefault(digest, set()).add((kb, article_id))
             self.bases[kb].put(article_id, None)
         else:
-            self.bases[kb].put(article_id, _vector(blob))
+            self.bases[kb].put(article_id, vector)
 
     def waiting(self, knowledge_base_id: str, limit: int) -> list[str]:
         """Up to `limit` articles of the knowledge base whose text has no vector yet."""
@@ -198,8 +203,16 @@ class VectorIndex:
         return out
 
 
-def _vector(blob: bytes) -> Any:
-    return np.frombuffer(blob, dtype=np.float32)
+def _vector(blob: bytes) -> Any | None:
+    """The stored vector, or None if it cannot be an embedder's (`vectors.sound`, checked
+    here at numpy's speed): a damaged cache row would reorder every hybrid search."""
+    if len(blob) != DIMENSIONS * 4:
+        return None
+    vector = np.frombuffer(blob, dtype=np.float32)
+    length = float(vector @ vector)
+    if not np.isfinite(length) or abs(length - 1.0) > 2 * vectors.UNIT_TOLERANCE:
+        return None
+    return vector
 
 
 __all__ = ["KnowledgeBaseVectors", "VectorIndex"]

@@ -19,11 +19,13 @@ added to, so a sync applied twice leaves what one leaves."""
 from __future__ import annotations
 
 import hashlib
+import math
+from array import array
 from collections.abc import Iterable
 from typing import Any
 
 from kbes.projections import tracking
-from kbes.projections.embedder import document_text
+from kbes.projections.embedder import DIMENSIONS, document_text
 from kbes.projections.source import LogReader
 
 SCHEMA = (
@@ -42,6 +44,8 @@ TRACKING_SUFFIX = ".vectors"
 WHOLE_SYNC = 20_000
 """Events behind above which the sync compares every article instead of reading the log."""
 LOG_CHUNK = 5_000
+UNIT_TOLERANCE = 1e-3
+"""How far from 1 a stored vector's length may be: every embedder gives unit vectors."""
 
 
 def content_hash(title: str, content: str) -> bytes:
@@ -156,19 +160,54 @@ def count_pending(c: Any, model: str) -> int:
     return int(c.fetchone()[0])
 
 
+def sound(blob: bytes | None) -> bool:
+    """Whether a stored vector can be what an embedder gave: DIMENSIONS finite float32s of
+    unit length. A damaged cache row fails this, and is embedded again rather than trusted:
+    the content hash that keys it says nothing of the vector (issue 35)."""
+    if blob is None or len(blob) != DIMENSIONS * 4:
+        return False
+    values = array("f", blob)
+    length = math.fsum(v * v for v in values)
+    return math.isfinite(length) and abs(length - 1.0) <= 2 * UNIT_TOLERANCE
+
+
 def store_embeddings(c: Any, model: str, vectors: Iterable[tuple[bytes, bytes]]) -> None:
-    """(hash, float32 bytes) pairs; a vector another process stored first is kept."""
+    """(hash, float32 bytes) pairs; a vector another process stored first is kept, unless it
+    is not `sound` (a damaged row): that one is replaced, under a new id, so every process's
+    index reads the new vector at its next refresh."""
+    pairs = [(model, digest, blob) for digest, blob in vectors]
+    for _, digest, _ in pairs:
+        c.execute(
+            "SELECT id, vector FROM embeddings WHERE model = ? AND content_hash = ?",
+            (model, digest),
+        )
+        row = c.fetchone()
+        if row is not None and not sound(row[1]):
+            c.execute("DELETE FROM embeddings WHERE id = ?", (row[0],))
     c.executemany(
-        "INSERT OR IGNORE INTO embeddings (model, content_hash, vector) VALUES (?, ?, ?)",
-        [(model, digest, blob) for digest, blob in vectors],
+        "INSERT OR IGNORE INTO embeddings (model, content_hash, vector) VALUES (?, ?, ?)", pairs
     )
+
+
+def discard_unsound(c: Any) -> int:
+    """Delete every cached vector that is not `sound` (inside a rebuild's transaction): the
+    texts are embedded again as any new text is. How many were deleted."""
+    c.execute("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'embeddings'")
+    if c.fetchone() is None:
+        return 0
+    c.execute("SELECT id, vector FROM embeddings")
+    damaged = [(row[0],) for row in c.fetchall() if not sound(row[1])]
+    c.executemany("DELETE FROM embeddings WHERE id = ?", damaged)
+    return len(damaged)
 
 
 __all__ = [
     "content_hash",
     "count_pending",
     "create",
+    "discard_unsound",
     "pending",
+    "sound",
     "store_embeddings",
     "sync",
     "touched",

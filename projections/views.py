@@ -17,7 +17,7 @@ from typing import Any
 
 from eventsourcing.sqlite import SQLiteCursor, SQLiteDatastore
 
-from kbes.projections import articles, fold
+from kbes.projections import articles, fold, vectors
 from kbes.projections.catch_up import CatchUp
 from kbes.projections.database import ViewsDatabase
 from kbes.projections.keyword_index import KeywordIndexes
@@ -43,7 +43,7 @@ class Views:
         self.runner = CatchUp(self.database)
         self.rebuilder = Rebuild(self.database, self.runner)
         self.queries = Queries(self.database)
-        self.keyword = KeywordIndexes(self.database)
+        self.keyword = KeywordIndexes(self.database, log=source[0] if source else None)
         self.source = source
 
     @property
@@ -113,6 +113,8 @@ class Views:
         """Replay the whole log into views built aside and switch them in (Rebuild.run), then
         build every knowledge base's keyword index from them."""
         position = self.rebuilder.run(log, decoder, progress)
+        with self.database.write() as c:
+            vectors.discard_unsound(c)  # damaged cached embeddings, embedded again on demand
         kbs = [row["knowledge_base_id"] for row in self.queries.knowledge_bases()]
         self.keyword.build(kbs, position)
         return position

@@ -27,8 +27,8 @@ def hang_before_commit() -> None:
 
     original = keyword_schema.position_document
 
-    def then_hang(position: int, source: str) -> Any:
-        document = original(position, source)
+    def then_hang(position: int, source: str, mark: str = "") -> Any:
+        document = original(position, source, mark)
         say(state=HANGING, position=position)
         time.sleep(3600)
         return document

@@ -22,7 +22,7 @@ def committed(store: KnowledgeBaseStore, kb: str) -> int:
     keyword = store.views.keyword
     index = keyword.index(kb)
     index.reload()
-    return K.read_position(index.searcher(), keyword.source())
+    return K.read_position(index.searcher(), keyword.source())[0]
 
 
 def ids(store: KnowledgeBaseStore, kb: str, query: str) -> list[str]:

@@ -17,7 +17,7 @@ def held(store: KnowledgeBaseStore, kb: str) -> tuple[int, int]:
     index = keyword.index(kb)
     index.reload()
     searcher = index.searcher()
-    return K.positions_held(searcher), K.read_position(searcher, keyword.source())
+    return K.positions_held(searcher), K.read_position(searcher, keyword.source())[0]
 
 
 def ids(store: KnowledgeBaseStore, kb: str, query: str) -> list[str]:

@@ -13,7 +13,6 @@ from __future__ import annotations
 import os
 import shutil
 import tempfile
-import threading
 from pathlib import Path
 from unittest import mock
 
@@ -71,11 +70,6 @@ class InTemporaryFolder:
 
     def tearDown(self) -> None:
         super().tearDown()  # type: ignore[misc]
-        # test_concurrent_no_conflicts returns with its reader threads told to stop but not
-        # joined: closing the datastore under them would close connections still in use.
-        for thread in threading.enumerate():
-            if thread.name.endswith("(read_continuously)"):
-                thread.join(timeout=30)
         for opened in self.opened:
             opened.close()
         shutil.rmtree(self.folder, ignore_errors=True)

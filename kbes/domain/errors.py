@@ -64,6 +64,20 @@ class Unavailable(DomainError):
         return self.reason
 
 
+class IndexUnavailable(Unavailable):
+    """One knowledge base's search index cannot be used now, for `cause` (a full disk, an
+    unwritable folder, files damaged past rebuilding here): nothing was searched, and the
+    other knowledge bases are unaffected."""
+
+    def __init__(self, knowledge_base_id: object, cause: str) -> None:
+        super().__init__(
+            f"the search index of knowledge base {knowledge_base_id} cannot be used now: "
+            f"{cause}; retry later"
+        )
+        self.knowledge_base_id = knowledge_base_id
+        self.cause = cause
+
+
 # Knowledge bases and articles ----------------------------------------------------------------
 
 

@@ -120,6 +120,7 @@ class KbesSQLiteDatastore(SQLiteDatastore):
         self._idle_readers: deque[SQLiteConnection] = deque()
         self._readers: list[SQLiteConnection] = []
         self._readers_lock = threading.Lock()
+        self._closing = False
         self._writer: SQLiteConnection | None = None
         self._writer_lock = threading.Lock()
 
@@ -173,7 +174,7 @@ class KbesSQLiteDatastore(SQLiteDatastore):
             with connection.transaction(commit=False) as cursor:
                 yield cursor
         finally:
-            self._idle_readers.append(connection)
+            self._release(connection)
 
     def query(
         self, statement: str, params: Sequence[Any], *, named: bool = False
@@ -200,7 +201,17 @@ class KbesSQLiteDatastore(SQLiteDatastore):
         try:
             return _fetch(connection, statement, params, named)
         finally:
-            self._idle_readers.append(connection)
+            self._release(connection)
+
+    def _release(self, connection: SQLiteConnection) -> None:
+        """A reader back from its read: idle again, or closed if the datastore was closed
+        during the read (`close` leaves a reader in use to its user)."""
+        with self._readers_lock:
+            if not self._closing:
+                self._idle_readers.append(connection)
+                return
+            self._readers.remove(connection)
+        connection.close()
 
     def _reader(self) -> SQLiteConnection | None:
         """An idle reader connection, a new one, or None when MAX_READERS are all busy."""
@@ -209,7 +220,7 @@ class KbesSQLiteDatastore(SQLiteDatastore):
         except IndexError:
             pass
         with self._readers_lock:
-            if len(self._readers) >= MAX_READERS or self.pool.closed:
+            if len(self._readers) >= MAX_READERS or self.pool.closed or self._closing:
                 return None
             connection = new_connection(self.pool)
             self._readers.append(connection)
@@ -219,10 +230,19 @@ class KbesSQLiteDatastore(SQLiteDatastore):
         if not hasattr(self, "_writer_lock"):  # __init__ did not finish
             super().close()
             return
+        # A reader in use is closed by its user when its read ends (`_release`): closing a
+        # connection under a read in another thread crashed the process (issue 35, item 12).
+        idle = []
         with self._readers_lock:
-            readers, self._readers = self._readers, []
-            self._idle_readers.clear()
-        for connection in readers:
+            self._closing = True
+            while True:  # each pop is atomic: a reader `_reader` took is not among these
+                try:
+                    connection = self._idle_readers.pop()
+                except IndexError:
+                    break
+                self._readers.remove(connection)
+                idle.append(connection)
+        for connection in idle:
             connection.close()
         with self._writer_lock:
             if self._writer is not None:

@@ -28,6 +28,7 @@ from kbes.domain.errors import (
     DiffTooLarge,
     DomainError,
     EmptyKey,
+    IndexUnavailable,
     InvalidId,
     KeyReused,
     KnowledgeBaseNotFound,
@@ -451,6 +452,9 @@ REFUSALS: dict[type[DomainError], Callable[[Any, Asked], KbesError]] = {
     WriteContended: _write_contended,
     Busy: lambda fact, asked: codes.Busy(fact.reason),
     Unavailable: lambda fact, asked: codes.Unavailable(fact.reason),
+    IndexUnavailable: lambda fact, asked: codes.Unavailable(
+        fact.reason, knowledge_base_id=str(fact.knowledge_base_id)
+    ),
     VersionNotFound: _no_version,
     DiffTooLarge: _too_large_to_diff,
     NotATime: _not_a_time,
