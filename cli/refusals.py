@@ -32,8 +32,10 @@ from kbes.log.importer import (
     FileRefused,
     NameNotText,
     NoMarkdown,
+    PinTaken,
     shown,
 )
+from kbes.log.markdown_file import FrontMatterRefused
 from kbes.store import probe
 from kbes.store.probe import sql_name
 from kbes.store.settings import VIEWS_ENV
@@ -73,7 +75,7 @@ def words(e: KbesError) -> str:
     if isinstance(e, BlankName):
         return BLANK_NAME
     if isinstance(e, NoMarkdown):
-        return f"no Markdown (*.md) files in {e.folder}"
+        return f"no Markdown (*.md or *.markdown) files in {e.folder}"
     if isinstance(e, NameNotText):
         return (
             f"{shown(e.name)}: the file name is not valid UTF-8; rename it (the name is what "
@@ -96,6 +98,35 @@ def words(e: KbesError) -> str:
     if isinstance(e, InvalidArgument):
         return problem(e)
     return e.message
+
+
+def file_refusal(e: InvalidArgument) -> str:
+    """Why `kbes import` skipped a file, and what fixes it (the file is named beside it)."""
+    if isinstance(e, NameNotText):
+        return (
+            "the file name is not valid UTF-8; rename it (the name is what the article's id "
+            "is made from)"
+        )
+    if isinstance(e, FileNotText):
+        return f"not UTF-8 text ({e.reason}); save it as UTF-8"
+    if isinstance(e, FileBecameLink):
+        return "became a symbolic link while the folder was read; links are never followed"
+    if isinstance(e, FileRefused):
+        cause = e.cause
+        if isinstance(cause, FrontMatterRefused):
+            return f"its front matter is {cause.reason}; fix the YAML between the `---` lines"
+        if isinstance(cause, PinTaken):
+            return (
+                f"its front matter `id: {cause.pin}` is also {shown(cause.other)}'s; give each "
+                "file its own id"
+            )
+        if cause.details.get("field") == "title":
+            return (
+                f"{problem(cause)}; fix its first heading or file name, or give it a `title:` "
+                "in front matter"
+            )
+        return f"{problem(cause)}; shorten the file or raise the limit"
+    return words(e)
 
 
 def problem(fact: InvalidArgument) -> str:
