@@ -328,6 +328,7 @@ def _write(
     once it is written (a retry plans again)."""
     plan = ImportReport()
     changes, record = _Planner(store, kb, name, read, plan, publish=publish, sync=sync).plan()
+    report.refused.update(plan.refused)
     if dry_run:
         report.take(plan)
         report.take(_lines(changes))
@@ -459,9 +460,10 @@ class _Planner:
         if text.pin is not None:
             aid = pinned_id(self.kb, text.pin)
             before = self.owner.get(aid)
-            return aid, before if before not in (None, text.key) else None
+            if before is not None or self._load(aid) is not None:
+                return aid, before if before != text.key else None
         if text.key in self.tracked:
-            return self.tracked[text.key], None
+            return self.tracked[text.key], None  # an `id:` added later keeps the article
         derived = import_id(self.kb, text.key)
         owner = self.owner.get(derived)
         if derived not in self.claimed:
@@ -472,6 +474,8 @@ class _Planner:
         for aid in by_content.get(text.content, []):
             if aid not in self.claimed:
                 return aid, self.owner[aid]
+        if text.pin is not None:
+            return pinned_id(self.kb, text.pin), None
         if derived not in self.claimed and owner is None:
             return derived, None
         return uuid4(), None
