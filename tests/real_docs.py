@@ -10,6 +10,7 @@ import shutil
 import sysconfig
 from importlib.metadata import distributions
 from pathlib import Path
+from typing import Any
 
 SUFFIXES = (".md", ".markdown")
 
@@ -19,9 +20,9 @@ def real_docs(folder: Path) -> Path:
     readmes = folder / "readmes"
     readmes.mkdir(parents=True)
     for dist in distributions():
-        meta = dist.metadata
+        meta: Any = dist.metadata  # an email.message.Message: .get and .get_payload
         kind = meta.get("Description-Content-Type") or ""
-        text = meta.get_payload() or meta.get("Description") or ""  # type: ignore[attr-defined]
+        text = meta.get_payload() or meta.get("Description") or ""
         name = re.sub(r"[^A-Za-z0-9._-]", "_", meta.get("Name") or "")
         if "markdown" in kind and text.strip() and name:
             (readmes / f"{name}.md").write_text(text, encoding="utf-8")
@@ -32,6 +33,19 @@ def real_docs(folder: Path) -> Path:
             if path.is_symlink() or "kbes" in path.relative_to(site).parts[0]:
                 continue
             target = folder / "shipped" / path.relative_to(site)
+            target.parent.mkdir(parents=True, exist_ok=True)
+            shutil.copyfile(path, target)
+    return folder
+
+
+def npm_docs(folder: Path, node_modules: Path) -> Path:
+    """Fill `folder` with the Markdown files of an npm install's `node_modules` (the folder
+    renamed `npm`, which an import would skip by its name) and return it."""
+    for path in sorted(node_modules.rglob("*")):
+        if path.suffix.lower() in SUFFIXES and path.is_file() and not path.is_symlink():
+            target = folder / "npm" / path.relative_to(node_modules)
+            if any(part.startswith(".") or part == "node_modules" for part in target.parts):
+                continue
             target.parent.mkdir(parents=True, exist_ok=True)
             shutil.copyfile(path, target)
     return folder

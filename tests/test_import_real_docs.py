@@ -7,18 +7,34 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
 from cli_harness import ok
 from click.testing import CliRunner
-from real_docs import SUFFIXES, code_lines, real_docs
+from npm_cache import npm_package
+from real_docs import SUFFIXES, code_lines, npm_docs, real_docs
 
 from kbes import open_store
 from kbes.cli import main
+
+MCPB = "@anthropic-ai/mcpb@2.1.2"
+"""The npm package tests/test_bundle.py installs: its cached install serves both."""
 
 
 def test_every_real_file_is_imported_or_named_and_no_title_is_code(
     runner: CliRunner, tmp_path: Path, db_path: Path
 ) -> None:
-    folder = real_docs(tmp_path / "real")
+    check(runner, real_docs(tmp_path / "real"), db_path)
+
+
+@pytest.mark.slow
+def test_real_npm_readmes_too(runner: CliRunner, tmp_path: Path, db_path: Path) -> None:
+    """The READMEs of an npm install (the MCP Bundle tool's dependencies, which the bundle
+    tests install), as the issue's first try used."""
+    installed = npm_package(MCPB) / "node_modules"
+    check(runner, npm_docs(tmp_path / "npm-docs", installed), db_path)
+
+
+def check(runner: CliRunner, folder: Path, db_path: Path) -> None:
     files = sorted(p for p in folder.rglob("*") if p.suffix.lower() in SUFFIXES)
     assert len(files) >= 20, "too few real Markdown files installed to test on"
     kb = ok(runner, "kb", "create", "Real docs").strip()
