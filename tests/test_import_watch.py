@@ -22,6 +22,7 @@ from click.testing import CliRunner
 
 from kbes import open_store
 from kbes.cli import main
+from kbes.tools import call_tool
 
 pytestmark = pytest.mark.slow
 
@@ -92,6 +93,16 @@ def setup(runner: CliRunner, tmp_path: Path, db_path: Path) -> Iterator[tuple[Pa
     yield docs, kb
 
 
+def searched(db: Path, kb: str, query: str) -> list[str]:
+    """What an agent's search finds, from this process while the watcher runs."""
+    store = open_store(db)
+    try:
+        found = call_tool(store, "search_knowledge_base", {"knowledge_base_id": kb, "query": query})
+        return [hit.title for hit in found.hits]
+    finally:
+        store.close()
+
+
 def published(db: Path, kb: str) -> dict[str, str]:
     store = open_store(db)
     try:
@@ -115,6 +126,7 @@ def test_edit_delete_rename_and_a_burst_are_picked_up(
         at, line = watcher.next_line("saved", timeout=10)
         delays["edit"] = at - changed
         assert line.endswith("page-0.md")
+        assert searched(db_path, kb, "Edited") == ["Page 0"]  # another process reads it
 
         changed = time.monotonic()
         (docs / "page-1.md").unlink()
