@@ -26,6 +26,7 @@ from kbes.domain.errors import (
     DomainError,
     EmptyKey,
     IndexUnavailable,
+    InvalidArgument,
     InvalidId,
     KeyReused,
     KnowledgeBaseNotFound,
@@ -44,8 +45,10 @@ from kbes.log.importer import (
     FileRefused,
     NameNotText,
     NoMarkdown,
+    PinTaken,
     shown,
 )
+from kbes.log.markdown_file import FrontMatterRefused
 from kbes.store import probe
 from kbes.store.probe import sql_name
 from kbes.store.settings import VIEWS_ENV
@@ -74,6 +77,35 @@ def _write_contended(fact: WriteContended) -> str:
         "tried (each time on the article as it then stood); nothing was written, run the "
         "command again"
     )
+
+
+def file_refusal(fact: InvalidArgument) -> str:
+    """Why `kbes import` skipped a file, and what fixes it (the file is named beside it)."""
+    if isinstance(fact, NameNotText):
+        return (
+            "the file name is not valid UTF-8; rename it (the name is what the article's id "
+            "is made from)"
+        )
+    if isinstance(fact, FileNotText):
+        return f"not UTF-8 text ({fact.reason}); save it as UTF-8"
+    if isinstance(fact, FileBecameLink):
+        return "became a symbolic link while the folder was read; links are never followed"
+    if isinstance(fact, FileRefused):
+        cause = fact.cause
+        if isinstance(cause, FrontMatterRefused):
+            return f"its front matter is {cause.reason}; fix the YAML between the `---` lines"
+        if isinstance(cause, PinTaken):
+            return (
+                f"its front matter `id: {cause.pin}` is also {shown(cause.other)}'s; give each "
+                "file its own id"
+            )
+        if cause.field == "title":
+            return (
+                f"{words(cause)}; fix its first heading or file name, or give it a `title:` "
+                "in front matter"
+            )
+        return f"{words(cause)}; shorten the file or raise the limit"
+    return words(fact)
 
 
 def _file_refused(fact: FileRefused) -> str:
@@ -145,7 +177,7 @@ WORDS: dict[type[DomainError], Callable[[Any], str]] = {
     TitleCharacter: _title_character,
     EmptyKey: lambda fact: "empty idempotency key",
     TooLong: _too_long,
-    NoMarkdown: lambda fact: f"no Markdown (*.md) files in {fact.folder}",
+    NoMarkdown: lambda fact: f"no Markdown (*.md or *.markdown) files in {fact.folder}",
     NameNotText: lambda fact: (
         f"{shown(fact.name)}: the file name is not valid UTF-8; rename it (the name is what "
         "the article's id is made from)"
@@ -155,6 +187,8 @@ WORDS: dict[type[DomainError], Callable[[Any], str]] = {
         f"{fact.path} became a symbolic link during the import; links are never followed"
     ),
     FileRefused: _file_refused,
+    FrontMatterRefused: lambda fact: f"front matter: {fact.reason}",
+    PinTaken: lambda fact: f"front matter id {fact.pin!r} is also {shown(fact.other)}'s",
 }
 """Each fact in a person's words. One entry per fact (`tests/test_refusal_tables.py`)."""
 

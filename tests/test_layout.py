@@ -90,7 +90,8 @@ LIBRARIES = {
         "usearch",
     ),
     "store": ("eventsourcing", "msgspec", "psycopg", "psycopg_pool"),
-    "log": ("eventsourcing", "msgspec"),
+    # Reading a folder of Markdown: CommonMark with front matter, YAML, .gitignore patterns.
+    "log": ("eventsourcing", "msgspec", "markdown_it", "mdit_py_plugins", "yaml", "pathspec"),
     "tools": ("msgspec",),
     "server": ("msgspec", "mcp", "mcp_types", "anyio", "starlette", "hypercorn", "pydantic"),
 }

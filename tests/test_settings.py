@@ -124,7 +124,8 @@ def test_each_store_applies_and_advertises_its_own_limits(tmp_path: Path) -> Non
         folder = tmp_path / "docs"
         folder.mkdir()
         (folder / "long.md").write_text("# Long\n\n" + "x" * 11)
-        refused("content", import_folder, tight, str(kb), folder, publish=True)
+        skipped = import_folder(tight, str(kb), folder, publish=True).refused["long.md"]
+        assert isinstance(skipped, InvalidArgument) and skipped.field == "content"
         arguments = {
             "knowledge_base_id": str(kb),
             "article_id": str(article),

@@ -26,6 +26,7 @@ from eventsourcing.utils import get_topic
 
 from kbes.domain.article import EVENT_TYPES, Article
 from kbes.domain.clock import format_timestamp, parse_timestamp
+from kbes.domain.folder_source import FolderSource
 from kbes.domain.knowledge_base import KnowledgeBase
 from kbes.domain.receipt import EditReceipt
 from kbes.log.byte_order_mark import without_bom
@@ -37,6 +38,8 @@ LOG_TYPES: dict[type, str] = {
     **EVENT_TYPES,
     KnowledgeBase.Created: "knowledge_base_created",
     EditReceipt.Recorded: "edit_recorded",
+    FolderSource.Started: "folder_source_started",
+    FolderSource.Mapped: "folder_mapped",
 }
 """The `type` of each stored event class in an export."""
 

@@ -33,6 +33,7 @@ from eventsourcing.utils import get_topic
 from kbes.domain.article import Article
 from kbes.domain.clock import Clock, SystemClock
 from kbes.domain.errors import InvalidState
+from kbes.domain.folder_source import FolderSource, source_id
 from kbes.domain.limits import Limits
 from kbes.projections.embedder import Embedder, require
 from kbes.projections.views import Views
@@ -201,6 +202,11 @@ class KnowledgeBaseStore:
     def get_article(self, article_id: UUID | str) -> Article:
         """The article aggregate as it stands now, drafts included; `not_found` if none."""
         return self.people.get_article(article_id)
+
+    def folder_source(self, knowledge_base_id: UUID, name: str) -> FolderSource | None:
+        """The record of the folder `name` imported into the knowledge base, as the log holds
+        it now; None before its first import."""
+        return self.log.get(source_id(knowledge_base_id, name), FolderSource)
 
     def save(self, *objs: Any, **kwargs: Any) -> list[Recording[UUID]]:
         """Save aggregates as they are, in one transaction (imports, simulations)."""

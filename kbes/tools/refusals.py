@@ -47,8 +47,10 @@ from kbes.log.importer import (
     FileRefused,
     NameNotText,
     NoMarkdown,
+    PinTaken,
     shown,
 )
+from kbes.log.markdown_file import FrontMatterRefused
 from kbes.tools import codes
 from kbes.tools.codes import (
     ApprovalRequired,
@@ -467,7 +469,15 @@ REFUSALS: dict[type[DomainError], Callable[[Any, Asked], KbesError]] = {
     TitleCharacter: _title_character,
     EmptyKey: _empty_key,
     TooLong: _too_long,
-    NoMarkdown: lambda fact, asked: InvalidArgument(f"no *.md in {fact.folder}", field="DIR"),
+    NoMarkdown: lambda fact, asked: InvalidArgument(
+        f"no *.md or *.markdown in {fact.folder}", field="DIR"
+    ),
+    FrontMatterRefused: lambda fact, asked: InvalidArgument(
+        f"front matter: {fact.reason}", field="front_matter"
+    ),
+    PinTaken: lambda fact, asked: InvalidArgument(
+        f"front matter id {fact.pin!r} is also {shown(fact.other)}'s", field="front_matter"
+    ),
     NameNotText: lambda fact, asked: InvalidArgument(
         f"{shown(fact.name)}: name not UTF-8", field="DIR"
     ),
