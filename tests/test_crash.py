@@ -249,7 +249,8 @@ def test_an_import_killed_inside_its_transaction_writes_nothing(db: str, tmp_pat
     env = {"KBES_VIEWS": worker_views(db, tmp_path, "cli")}
     worker = Worker("kbes", "--hang-at", "0", "--", *args, env=env)
     worker.wait_for(lambda line: line.get("state") == HANGING)
-    assert worker.seen[-1]["events"] == 80  # every Drafted and Published, one transaction
+    # Every Drafted and Published, and the folder's record (Started, Mapped): one transaction.
+    assert worker.seen[-1]["events"] == 82
     worker.kill()
 
     integrity(db)
