@@ -53,18 +53,21 @@ def test_a_person_cannot_store_content_an_agent_could_not_write_back(
     ok(runner, "article", "save", "--kb", kb, article, "--file", str(big))
 
 
-def test_an_import_refuses_an_over_long_file_and_writes_nothing(
+def test_an_import_skips_an_over_long_file_and_names_it(
     runner: CliRunner, tmp_path: Path
 ) -> None:
+    """One file over the limit is skipped with its reason (exit 3), and writes nothing of its
+    own; the rest of the folder is imported (issue 33: one odd file never blocks the rest)."""
     kb = ok(runner, "kb", "create", "Support").strip()
     folder = tmp_path / "docs"
     folder.mkdir()
     (folder / "small.md").write_text("# Small\n\ntext\n")
     (folder / "huge.md").write_text("# Huge\n\n" + "x" * 1_000_001)
     result = runner.invoke(main, ["import", str(folder), "--kb", kb])
-    assert result.exit_code == 1, result.output
-    assert "huge.md" in result.output and "content" in result.output
-    assert ok(runner, "article", "list", "--kb", kb, "--json").strip() == "[]"
+    assert result.exit_code == 3, result.output
+    assert "huge.md: the content is 1000001 characters; the limit is 1000000" in result.output
+    listed = json.loads(ok(runner, "article", "list", "--kb", kb, "--json"))
+    assert [a["title"] for a in listed] == ["Small"]
 
 
 def test_the_library_refuses_an_over_long_key(store: KnowledgeBaseStore, kb: str) -> None:

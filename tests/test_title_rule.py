@@ -5,6 +5,7 @@ error naming the title; and nothing is written."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -97,9 +98,10 @@ def test_an_imported_heading_follows_the_same_rule(runner: CliRunner, tmp_path: 
     (folder / "good.md").write_text("# Good\n\ntext\n")
     (folder / "bad.md").write_text("# Refunds \u202egnp.exe\n\ntext\n")
     result = runner.invoke(main, ["import", str(folder), "--kb", kb])
-    assert result.exit_code != 0
+    assert result.exit_code == 3, result.output  # the file is skipped, named, the rest imported
     assert "bad.md" in result.output and "title" in result.output
-    assert ok(runner, "article", "list", "--kb", kb, "--json").strip() == "[]"
+    listed = json.loads(ok(runner, "article", "list", "--kb", kb, "--json"))
+    assert [a["title"] for a in listed] == ["Good"]
 
 
 def test_a_newline_never_injects_a_row_in_article_list(
