@@ -44,7 +44,9 @@ def relevant(change: Change, path: str) -> bool:
 def watch_folder(
     store: KnowledgeBaseStore, folder: Path, kb: str, *, publish: bool, source: str | None
 ) -> None:
-    """Sync once, then after each batch of changes, printing one line per file changed."""
+    """Sync once, then after each batch of changes, printing one line per file changed. The
+    first sync runs once the watcher is up (its first timeout), so a change made while it runs
+    or just after is seen by the watcher, never lost between the two."""
     stop = threading.Event()
 
     def stopped(signum: int, frame: FrameType | None) -> None:
@@ -53,7 +55,7 @@ def watch_folder(
     signal.signal(signal.SIGTERM, stopped)
     watcher = _Watcher(store, folder, kb, publish, source)
     click.echo(f"watching {folder} (Ctrl-C to stop)", err=True)
-    pending = not watcher.sync()
+    pending = True
     try:
         for changes in watch(
             folder,
