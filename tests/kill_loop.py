@@ -39,6 +39,7 @@ import os
 import random
 import re
 import signal
+import sqlite3
 import subprocess
 import sys
 import tempfile
@@ -46,7 +47,7 @@ import threading
 import time
 from collections import Counter
 from collections.abc import Iterator
-from contextlib import ExitStack, contextmanager
+from contextlib import ExitStack, closing, contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -68,6 +69,9 @@ ARTICLES = 5
 EDITS = 100
 """Edits an agent makes at most in one trial."""
 FILES = 30
+BALLAST = 15_000
+"""Articles of a knowledge base no trial touches, so that every rebuild has a log to replay."""
+GUESSED_SECONDS = 3.0
 """Files a import trial's folder holds."""
 TOKEN = re.compile(r"\bkq\d+n\d+[vf]\d+\b")
 """The word that makes each version of each article findable alone: it ends in a digit, so
@@ -190,12 +194,10 @@ class Tally:
         self.problems.append(line)
         print(line, flush=True)
 
-    COLUMNS = (
+    OUTCOMES = (
         ("trials", "trials"),
-        ("killed", "killed mid-run"),
         ("acked", "acked writes"),
         ("retried", "keys resent"),
-        ("in_flight", "in flight"),
         ("lost", "lost"),
         ("doubled", "doubled"),
         ("half", "half-written"),
@@ -204,22 +206,23 @@ class Tally:
         ("wrong", "wrong"),
         ("failed", "failed"),
     )
+    KILLS = (
+        ("killed", "killed"),
+        ("finished before the kill", "ended before it"),
+        ("in_flight", "edit in flight"),
+        ("in flight, landed", "of which written"),
+        ("killed after its commit", "import committed"),
+        ("killed building aside", "rebuild half-built aside"),
+    )
 
-    def table(self) -> str:
+    def table(self, columns: tuple[tuple[str, str], ...]) -> str:
         rows = sorted({key[:3] for key in self.counts})
-        head = ["backend", "kind", "search", *[title for _, title in self.COLUMNS]]
+        head = ["backend", "kind", "search", *[title for _, title in columns]]
         lines = [head]
         for row in [*rows, ("all", "", "")]:
             picked = [k for k in self.counts if row[0] == "all" or k[:3] == row]
-            lines.append(
-                [
-                    *row,
-                    *[
-                        str(sum(self.counts[k] for k in picked if k[3] == c))
-                        for c, _ in self.COLUMNS
-                    ],
-                ]
-            )
+            sums = [sum(self.counts[k] for k in picked if k[3] == c) for c, _ in columns]
+            lines.append([*row, *map(str, sums)])
         widths = [max(len(line[i]) for line in lines) for i in range(len(head))]
         return "\n".join(
             "  ".join(
@@ -249,8 +252,16 @@ class Backend:
             db, views=str(work / "views-loop.sqlite") if "KBES_VIEWS" in env else None
         )
         self.truth = Truth(self.store)
-        self.durations: dict[str, float] = {}
-        """How long the last whole run of `kbes import` and `kbes rebuild` took here."""
+        self.durations: dict[tuple[str, str], float] = {}
+        """How long the last whole run of `kbes import` or `kbes rebuild` took here, by kind
+        and search (a guess, BALLAST_SECONDS, until one has run)."""
+        ballast = self.store.create_knowledge_base("Ballast")
+        for start in range(0, BALLAST, 1_000):  # writes of a size PostgreSQL takes at once
+            self.store.add_articles(
+                ballast,
+                [(f"Ballast {i}", FILLER[i % len(FILLER)]) for i in range(start, start + 1_000)],
+                publish=True,
+            )
 
     def kbes(self, search: str, *args: str) -> subprocess.Popen[str]:
         return subprocess.Popen(
@@ -267,8 +278,11 @@ class Backend:
         out, err = process.communicate(timeout=600)
         if process.returncode != 0:
             raise RuntimeError(f"kbes {' '.join(args)} failed ({process.returncode}): {err}")
-        self.durations[kind] = time.monotonic() - started
+        self.durations[(kind, search)] = time.monotonic() - started
         return out
+
+    def duration(self, kind: str, search: str) -> float:
+        return self.durations.get((kind, search), GUESSED_SECONDS)
 
     def server(self, search: str, transport: str, name: str) -> Server:
         return Server({**self.env, "KBES_SEARCH": search}, transport, self.work / f"{name}.log")
@@ -333,10 +347,16 @@ class Loop:
         )
         server = backend.server(search, transport, f"serve-{n}")
         if kind == "serve":
+            # Half the kills at any moment of the server's life, half inside an edit: at most
+            # 60 ms after a random edit is sent (its transaction, or its answer, cut short).
             killer = threading.Timer(self.rng.uniform(0.3, 5.0), server.kill)
-            killer.start()
+            if self.rng.random() < 0.5:
+                agent.kill_at = (self.rng.randrange(40), self.rng.uniform(0, 0.06))
+            else:
+                killer.start()
             agent.edit_until_gone(server)
-            killer.join()
+            if killer.is_alive():
+                killer.join()
             server.kill()  # if it ended by itself, that is a failure: said below
             ended = server.process.returncode
             self.tally.add(row, "killed")
@@ -367,16 +387,18 @@ class Loop:
         self, row: tuple[str, str, str], backend: Backend, kind: str, search: str, args: list[str]
     ) -> None:
         """Start `kbes ARGS`, SIGKILL it at a random moment of a whole run's length."""
-        if kind not in backend.durations:  # a first whole run, to learn how long one takes
-            backend.run_to_end(kind, search, *args)
         process = backend.kbes(search, *args)
         try:
-            process.wait(timeout=self.rng.uniform(0.05, backend.durations[kind]))
+            # From a fifth of a whole run's length (a kbes process spends its first half second
+            # importing) to its whole length.
+            process.wait(timeout=self.rng.uniform(0.2, 1.0) * backend.duration(kind, search))
             self.tally.add(row, "finished before the kill")
         except subprocess.TimeoutExpired:
             process.kill()
             process.wait(timeout=30)
             self.tally.add(row, "killed")
+            if kind == "rebuild" and built_aside(backend):
+                self.tally.add(row, "killed building aside")
         process.communicate()
 
     # import ------------------------------------------------------------------------------------
@@ -395,6 +417,7 @@ class Loop:
         self.kill_mid_run(row, backend, "import", search, args)
         truth = backend.truth.read()
         written = [a for a in ids if a in truth.articles]
+        self.tally.add(row, "killed after its commit", len(written) == FILES)
         published = [a for a in written if truth.articles[a].published]
         if len(written) not in (0, FILES) or published != written:
             self.tally.problem(
@@ -455,6 +478,14 @@ class Loop:
                 self.tally.problem(row, "wrong", f"{word}: {wrong}")
 
 
+def built_aside(backend: Backend) -> bool:
+    """Whether a killed rebuild left views part-built aside (the `_next` tables)."""
+    path = backend.env.get("KBES_VIEWS", backend.db)
+    with closing(sqlite3.connect(f"file:{path}?mode=ro", uri=True, timeout=60)) as c:
+        found = c.execute("SELECT name FROM sqlite_master WHERE name LIKE 'view%next'").fetchall()
+    return bool(found)
+
+
 def written(past: Past | None, word: str) -> list[str]:
     """When each event of the article that wrote `word` was written."""
     return [at for c, at in (past.contents if past else []) if word in TOKEN.findall(c)]
@@ -499,6 +530,8 @@ class Agent:
         self.mine: list[Ack] = []
         self.in_flight: dict[str, Any] | None = None
         self.acks = 0
+        self.kill_at: tuple[int, float] | None = None
+        """(edit, seconds): kill the server that long after sending that edit."""
         self.first = threading.Event()
         """Set at the first acknowledged edit (or when the agent stops before one)."""
 
@@ -516,6 +549,8 @@ class Agent:
     def edit_until_gone(self, server: Server, stop: threading.Event | None = None) -> None:
         try:
             self._edit_until_gone(server, stop)
+        except Exception as e:  # in the rebuild trials' thread: counted, not just printed
+            self.loop.tally.problem(self.row, "failed", f"the agent stopped: {e!r}")
         finally:
             self.first.set()
 
@@ -534,6 +569,8 @@ class Agent:
                 continue
             arguments = self.arguments(i)
             self.in_flight = arguments
+            if self.kill_at is not None and self.kill_at[0] == i:
+                threading.Timer(self.kill_at[1], server.kill).start()
             try:
                 answer = server.tool("edit_knowledge_article", arguments)
             except ServerGone:
@@ -574,6 +611,7 @@ class Agent:
             word = TOKEN.findall(arguments["content"])[0]
             landed = len(written(past, word))
             receipt = str(receipt_id(UUID(self.kb), arguments["idempotency_key"])) in truth.receipts
+            tally.add(row, "in flight, landed", bool(landed))
             if landed > 1 or bool(landed) != receipt:
                 tally.problem(row, "half", f"in flight: {landed} saves, receipt {receipt}")
             answer = server.tool("edit_knowledge_article", arguments)
@@ -660,6 +698,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--seed", type=int, default=None)
     parser.add_argument("--workdir", type=Path, default=None, help="kept afterwards if given")
     args = parser.parse_args(argv)
+    # SIGTERM (a maintainer's kill, a CI timeout) unwinds like Ctrl-C: servers and the
+    # PostgreSQL cluster stopped, the temporary folder removed.
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
     seed = random.randrange(2**32) if args.seed is None else args.seed
     names = args.backends.split(",")
     started = time.monotonic()
@@ -671,7 +712,10 @@ def main(argv: list[str] | None = None) -> int:
             work = args.workdir
             work.mkdir(parents=True)
         loop, (checked, lost, doubled) = run(args.trials, names, seed, work)
-    print(loop.tally.table())
+    print("\nwhat was checked after the kills:")
+    print(loop.tally.table(Tally.OUTCOMES))
+    print("\nwhere the kills fell:")
+    print(loop.tally.table(Tally.KILLS))
     print(
         f"at the end, every acknowledged write read again from its whole log: {checked} checked, "
         f"{lost} lost, {doubled} doubled"
