@@ -69,8 +69,9 @@ ARTICLES = 5
 EDITS = 100
 """Edits an agent makes at most in one trial."""
 FILES = 30
-BALLAST = 15_000
-"""Articles of a knowledge base no trial touches, so that every rebuild has a log to replay."""
+BALLAST = 20_000
+"""Drafts in a knowledge base no trial touches, so that every rebuild has a log to replay
+(drafts, so that no hybrid import or search embeds them)."""
 GUESSED_SECONDS = 3.0
 """Files a import trial's folder holds."""
 TOKEN = re.compile(r"\bkq\d+n\d+[vf]\d+\b")
@@ -252,6 +253,8 @@ class Backend:
             db, views=str(work / "views-loop.sqlite") if "KBES_VIEWS" in env else None
         )
         self.truth = Truth(self.store)
+        self.servers: list[Server] = []
+        """Every server a trial started, stopped at its end whatever happened."""
         self.durations: dict[tuple[str, str], float] = {}
         """How long the last whole run of `kbes import` or `kbes rebuild` took here, by kind
         and search (a guess, BALLAST_SECONDS, until one has run)."""
@@ -260,7 +263,7 @@ class Backend:
             self.store.add_articles(
                 ballast,
                 [(f"Ballast {i}", FILLER[i % len(FILLER)]) for i in range(start, start + 1_000)],
-                publish=True,
+                publish=False,
             )
 
     def kbes(self, search: str, *args: str) -> subprocess.Popen[str]:
@@ -275,7 +278,12 @@ class Backend:
     def run_to_end(self, kind: str, search: str, *args: str) -> str:
         started = time.monotonic()
         process = self.kbes(search, *args)
-        out, err = process.communicate(timeout=600)
+        try:
+            out, err = process.communicate(timeout=600)
+        finally:
+            if process.poll() is None:  # the loop stopped (SIGTERM, Ctrl-C) or gave up
+                process.kill()
+                process.wait(timeout=30)
         if process.returncode != 0:
             raise RuntimeError(f"kbes {' '.join(args)} failed ({process.returncode}): {err}")
         self.durations[(kind, search)] = time.monotonic() - started
@@ -285,7 +293,9 @@ class Backend:
         return self.durations.get((kind, search), GUESSED_SECONDS)
 
     def server(self, search: str, transport: str, name: str) -> Server:
-        return Server({**self.env, "KBES_SEARCH": search}, transport, self.work / f"{name}.log")
+        server = Server({**self.env, "KBES_SEARCH": search}, transport, self.work / f"{name}.log")
+        self.servers.append(server)
+        return server
 
 
 @contextmanager
@@ -322,10 +332,14 @@ class Loop:
         row = (backend.name, kind, search)
         self.tally.add(row, "trials")
         kb = str(backend.store.create_knowledge_base(f"Trial {n}"))
-        if kind == "import":
-            self.import_trial(n, row, backend, kb, search, transport)
-        else:
-            self.edit_trial(n, row, backend, kb, search, transport, kind)
+        try:
+            if kind == "import":
+                self.import_trial(n, row, backend, kb, search, transport)
+            else:
+                self.edit_trial(n, row, backend, kb, search, transport, kind)
+        finally:
+            while backend.servers:
+                backend.servers.pop().kill()
 
     # serve and rebuild: an agent editing through a server -------------------------------------
 
@@ -399,6 +413,10 @@ class Loop:
             self.tally.add(row, "killed")
             if kind == "rebuild" and built_aside(backend):
                 self.tally.add(row, "killed building aside")
+        finally:
+            if process.poll() is None:  # the loop stopped (SIGTERM, Ctrl-C)
+                process.kill()
+                process.wait(timeout=30)
         process.communicate()
 
     # import ------------------------------------------------------------------------------------
