@@ -55,6 +55,7 @@ from uuid import UUID, uuid5
 
 from mcp_harness import KBES
 from mcp_wire import Server, ServerGone
+from views_dump import dump
 
 from kbes import KnowledgeBaseStore, format_timestamp, open_store
 from kbes.domain.article import Article
@@ -680,11 +681,22 @@ def schedule(trials: int, names: list[str]) -> Iterator[tuple[int, str, str, str
         )
 
 
-def final_sweep(loop: Loop, found: dict[str, Backend]) -> tuple[int, int, int]:
-    """Every write acknowledged in any trial, against each whole log read afresh at the end:
-    (checked, lost, doubled)."""
-    lost = doubled = 0
+def final_sweep(loop: Loop, found: dict[str, Backend]) -> tuple[int, int, int, int]:
+    """Every write acknowledged in any trial, against each whole log read afresh at the end,
+    and the views the trials' processes left, caught up, against a replay of the log:
+    (checked, lost, doubled, backends whose views differ)."""
+    lost = doubled = differ = 0
     for name, backend in found.items():
+        views = open_store(backend.db, views=backend.env.get("KBES_VIEWS"))
+        try:
+            views.catch_up()
+            left = dump(views.views)
+            views.rebuild()
+            if dump(views.views) != left:
+                differ += 1
+                print(f"PROBLEM {name}: the views caught up differ from a replay of the log")
+        finally:
+            views.close()
         truth = Truth(backend.store).read()
         for ack in loop.acks:
             if ack.backend != name:
@@ -693,10 +705,12 @@ def final_sweep(loop: Loop, found: dict[str, Backend]) -> tuple[int, int, int]:
             times = written(past, ack.word)
             lost += not times
             doubled += len(times) > 1 or (past is not None and past.drafted != 1)
-    return len(loop.acks), lost, doubled
+    return len(loop.acks), lost, doubled, differ
 
 
-def run(trials: int, names: list[str], seed: int, work: Path) -> tuple[Loop, tuple[int, int, int]]:
+def run(
+    trials: int, names: list[str], seed: int, work: Path
+) -> tuple[Loop, tuple[int, int, int, int]]:
     """The trials, in `work`; the loop (its tally) and the final sweep's counts."""
     loop = Loop(seed, work)
     with backends(names, work) as found:
@@ -729,7 +743,7 @@ def main(argv: list[str] | None = None) -> int:
         else:
             work = args.workdir
             work.mkdir(parents=True)
-        loop, (checked, lost, doubled) = run(args.trials, names, seed, work)
+        loop, (checked, lost, doubled, differ) = run(args.trials, names, seed, work)
     print("\nwhat was checked after the kills:")
     print(loop.tally.table(Tally.OUTCOMES))
     print("\nwhere the kills fell:")
@@ -738,8 +752,12 @@ def main(argv: list[str] | None = None) -> int:
         f"at the end, every acknowledged write read again from its whole log: {checked} checked, "
         f"{lost} lost, {doubled} doubled"
     )
+    print(
+        f"the views the processes left, caught up, equal a replay of the log on "
+        f"{len(names) - differ} of {len(names)} backends"
+    )
     print(f"{len(loop.tally.problems)} problems; {time.monotonic() - started:.0f} s; seed {seed}")
-    return 1 if loop.tally.problems or lost or doubled else 0
+    return 1 if loop.tally.problems or lost or doubled or differ else 0
 
 
 if __name__ == "__main__":
