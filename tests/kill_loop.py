@@ -2,21 +2,24 @@
 `kbes rebuild` processes killed with SIGKILL at a random moment, on SQLite and PostgreSQL, with
 keyword and hybrid search, then restarted and checked against the log.
 
-    python tests/kill_loop.py                      # 120 trials, both backends
+    python tests/kill_loop.py                      # 120 trials, both backends (about 15 min)
     python tests/kill_loop.py --trials 24 --seed 7 --backends sqlite
 
-Trials cycle through the backends, then the kinds, then `--search keyword|hybrid`, then the
-transport of the servers (stdio, HTTP), so 24 trials cover every combination once. Each trial
-gets a knowledge base of its own in one database per backend, which keeps every earlier trial's
-articles, so a later trial's rebuild replays them all and the last check reads them all again.
+Trials cycle through the backends, then the kinds, then `--search keyword|hybrid` (every kbes
+process of the trial runs with that KBES_SEARCH), then the transport of the servers (stdio,
+HTTP), so 24 trials cover every combination once. Each trial gets a knowledge base of its own
+in one database per backend, which keeps every earlier trial's articles (and 20,000 drafts no
+trial touches, for each rebuild to replay), so a later trial's rebuild replays them all.
 
 - serve: an agent (tests/mcp_wire.py) edits five articles through `kbes serve --edits allow`,
   each edit with its idempotency key, and searches for each edit it is acknowledged; the server
-  is killed at a random moment and started again.
-- import: `kbes import FOLDER --publish` of 30 files is killed at a random moment; a server
-  then searches the log as the kill left it; the import is run again to its end.
-- rebuild: `kbes rebuild` is killed at a random moment while an agent edits and searches
-  through a server; then run again to its end.
+  is killed at a random moment, or (half the trials) within 60 ms of sending a random edit,
+  and started again.
+- import: `kbes import FOLDER --publish` of 30 files is killed at a random moment of a whole
+  run's length; a server then searches the log as the kill left it; the import is run again
+  to its end.
+- rebuild: `kbes rebuild` is killed at a random moment of a whole run's length while an agent
+  edits and searches through a server; then run again to its end.
 
 After each kill: every acknowledged write is in the log exactly once (an edit's content in
 one event of its article, at the acknowledged `updated_at`; an imported file's article drafted
@@ -25,8 +28,12 @@ the kill is wholly in the log with its receipt or wholly absent, and sent again 
 exactly once; an import killed part-way wrote all of its files or none; and every search,
 keyword or hybrid, finds exactly the articles the log says hold its word: the one article whose
 current version holds it first (hybrid fills the rest with what is near in meaning, each a
-current published article of the knowledge base, at its current version). Any difference is
-printed as it is found, and counted; the exit status is 1 if any was found.
+current published article of the knowledge base, at its current version). At the end every
+acknowledged write is looked for again in the whole log, and the views the processes left,
+caught up, are compared with a replay of the log. Any difference is printed as it is found,
+and counted; the exit status is 1 if any was found. Two tables follow: what was checked, and
+where the kills fell (edits in flight and whether they were written, imports killed after
+their commit, rebuilds killed with views half-built aside, runs that ended before their kill).
 
 PostgreSQL: a throwaway cluster of tests/pg_server.py; every kbes process shares one views
 file (KBES_VIEWS), as processes on one machine may, so a kill can leave its views and indexes
