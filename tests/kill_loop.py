@@ -13,8 +13,8 @@ trial touches, for each rebuild to replay), so a later trial's rebuild replays t
 
 - serve: an agent (tests/mcp_wire.py) edits five articles through `kbes serve --edits allow`,
   each edit with its idempotency key, and searches for each edit it is acknowledged; the server
-  is killed at a random moment, or (half the trials) within 60 ms of sending a random edit,
-  and started again.
+  is killed at a random moment, or (half the trials) while a random edit is being answered
+  (within 1.5 times the median answer time after sending it), and started again.
 - import: `kbes import FOLDER --publish` of 30 files is killed at a random moment of a whole
   run's length; a server then searches the log as the kill left it; the import is run again
   to its end.
@@ -47,6 +47,7 @@ import random
 import re
 import signal
 import sqlite3
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -369,11 +370,12 @@ class Loop:
         )
         server = backend.server(search, transport, f"serve-{n}")
         if kind == "serve":
-            # Half the kills at any moment of the server's life, half inside an edit: at most
-            # 60 ms after a random edit is sent (its transaction, or its answer, cut short).
+            # Half the kills at any moment of the server's life, half inside an edit: after a
+            # random edit is sent, within one and a half times the median time the agent's
+            # edits took to be answered (its transaction, or its answer, cut short).
             killer = threading.Timer(self.rng.uniform(0.3, 5.0), server.kill)
             if self.rng.random() < 0.5:
-                agent.kill_at = (self.rng.randrange(40), self.rng.uniform(0, 0.06))
+                agent.kill_at = (self.rng.randrange(5, 40), self.rng.uniform(0, 1.5))
             else:
                 killer.start()
             agent.edit_until_gone(server)
@@ -557,7 +559,10 @@ class Agent:
         self.in_flight: dict[str, Any] | None = None
         self.acks = 0
         self.kill_at: tuple[int, float] | None = None
-        """(edit, seconds): kill the server that long after sending that edit."""
+        """(edit, share): kill the server that share of the median answer time of the edits
+        before it after sending that edit."""
+        self.answered: list[float] = []
+        """How long each acknowledged edit took to be answered."""
         self.first = threading.Event()
         """Set at the first acknowledged edit (or when the agent stops before one)."""
 
@@ -596,11 +601,14 @@ class Agent:
             arguments = self.arguments(i)
             self.in_flight = arguments
             if self.kill_at is not None and self.kill_at[0] == i:
-                threading.Timer(self.kill_at[1], server.kill).start()
+                delay = self.kill_at[1] * statistics.median(self.answered or [0.01])
+                threading.Timer(delay, server.kill).start()
+            sent = time.monotonic()
             try:
                 answer = server.tool("edit_knowledge_article", arguments)
             except ServerGone:
                 return
+            self.answered.append(time.monotonic() - sent)
             self.in_flight = None
             if answer.is_error:
                 self.loop.tally.problem(self.row, "failed", f"edit {i}: {answer.body}")
