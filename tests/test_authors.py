@@ -13,7 +13,7 @@ import io
 import json
 import sqlite3
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 from uuid import UUID
 
 import msgspec
@@ -296,7 +296,11 @@ async def test_the_server_records_the_declared_client_and_the_approval(tmp_path:
         aid = str(store.add_article(kb, "Refunds", "5 days.", publish=True))
         user = Elicitations("accept")
         info = Implementation(name="agent-under-test", version="0.9")
-        for edits, key in (("ask", "asked"), ("allow", "allowed")):
+        policies: tuple[tuple[Literal["ask", "allow"], str], ...] = (
+            ("ask", "asked"),
+            ("allow", "allowed"),
+        )
+        for edits, key in policies:
             server = KbesMCP(store, grants=frozenset({kb}), edits=edits)
             async with Client(server.server, elicitation_callback=user, client_info=info) as c:
                 read = body(await c.call_tool(

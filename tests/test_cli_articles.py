@@ -212,9 +212,14 @@ def test_show_and_history_give_a_person_every_version_drafts_included(
     table = ok(runner, "article", "history", "--kb", kb, article_id).splitlines()
     assert table[0].split() == ["version", "updated_at", "type", "sequence", "author"]
     first = versions[0]
+    me_shown = f"{os_user()} (person, os)".split()
     assert table[2].split() == [
-        "1", first["updated_at"], "drafted", str(first["sequence"]), *f"{os_user()} (person, os)".split()
-    ]  # fmt: skip
+        "1",
+        first["updated_at"],
+        "drafted",
+        str(first["sequence"]),
+        *me_shown,
+    ]
 
     assert ok(runner, "article", "show", "--kb", kb, article_id) == (
         "title:      Refunds and returns\n"
