@@ -60,7 +60,12 @@ def watch_folder(
     signal.signal(signal.SIGTERM, stopped)
     watcher = _Watcher(store, folder, kb, publish, source, by)
     click.echo(f"watching {folder} (Ctrl-C to stop)", err=True)
-    pending = not watcher.sync()
+    watcher.sync()
+    # The watch starts at the loop's first step, after the first sync has read the folder: a
+    # change in between would be lost until the next one. So the first step (a change, or
+    # the timeout) always syncs again; with nothing changed, that sync writes and prints
+    # nothing.
+    pending = True
     try:
         for changes in watch(
             folder,
