@@ -260,6 +260,26 @@ def test_a_bad_author_is_refused_naming_where_it_came_from_and_writes_nothing(
     assert head(db_path) == before
 
 
+def test_an_import_records_the_person_running_it(runner: CliRunner, tmp_path: Path) -> None:
+    kb = ok(runner, "kb", "create", "Docs").strip()
+    folder = tmp_path / "handbook"
+    folder.mkdir()
+    (folder / "faq.md").write_text("# FAQ\n\nAsk us.\n")
+    ok(runner, "import", str(folder), "--kb", kb, "--publish", KBES_AUTHOR="dana")
+    (folder / "faq.md").unlink()
+    ok(runner, "import", str(folder), "--kb", kb, "--sync", "--author", "erin")
+    lines = [json.loads(line) for line in ok(runner, "log", "export", "--kb", kb).splitlines()]
+    assert [(line["type"], line["author"]["name"], line["author"]["how"]) for line in lines] == [
+        ("knowledge_base_created", os_user(), "os"),
+        ("drafted", "dana", "env"),
+        ("published", "dana", "env"),
+        ("folder_source_started", "dana", "env"),
+        ("folder_mapped", "dana", "env"),
+        ("unpublished", "erin", "flag"),
+        ("folder_mapped", "erin", "flag"),
+    ]
+
+
 def test_the_library_checks_a_persons_name_as_the_cli_does() -> None:
     with pytest.raises(BlankAuthor):
         person(" ")
