@@ -151,8 +151,8 @@ def test_a_log_written_by_f3b5e47_loads_with_no_authors_and_takes_new_ones(
     # The old log exports exactly as f3b5e47 exported it: no author key on its lines.
     assert ok(runner, "log", "export", "--db", db) == (FIXTURE / "export.jsonl").read_text()
     # Its export is an event source as it was: the same versions, none with an author.
-    exported = History(LogSource.from_path(str(FIXTURE / "export.jsonl"))).authored(REFUNDS)
-    assert [(v.type, a) for v, a in exported] == [(v["type"], None) for v in versions]
+    from_export = History(LogSource.from_path(str(FIXTURE / "export.jsonl"))).authored(REFUNDS)
+    assert [(v.type, a) for v, a in from_export] == [(v["type"], None) for v in versions]
     # A person's save appends an event with its author beside the old ones.
     ok(runner, "article", "save", "--kb", KB, REFUNDS, "--content", "2 days.", "--db", db,
        KBES_AUTHOR="alice")  # fmt: skip
