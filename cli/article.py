@@ -1,21 +1,36 @@
 """`kbes article`: the people-side commands (add, save, publish, unpublish, list, show,
-history)."""
+history, diff). Every write records its author (`--author`, else `KBES_AUTHOR`, else the OS
+user), and save, publish and unpublish take the version the person read
+(`--expected-version`): refused with the current version if the article moved since."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from datetime import datetime
 from pathlib import Path
+from typing import Any, TypeVar
 
 import click
 
 from kbes.cli.content import content_options, read_content
-from kbes.cli.options import json_option, print_json, print_table, with_store
+from kbes.cli.options import (
+    author_option,
+    author_text,
+    json_option,
+    print_json,
+    print_table,
+    with_store,
+)
 from kbes.cli.refusals import no_version, words
-from kbes.domain.clock import format_timestamp
+from kbes.domain.author import Author
+from kbes.domain.clock import format_timestamp, parse_timestamp
 from kbes.domain.errors import InvalidArgument, NotATime, VersionNotFound
-from kbes.log.history import ArticleState, History, Version
+from kbes.log.history import ArticleState, History, Version, unified_diff
+from kbes.log.line_diff import DIFF_BUDGET
 from kbes.store.application import KnowledgeBaseStore
+
+F = TypeVar("F", bound=Callable[..., Any])
 
 kb_option = click.option(
     "--kb", "kb", required=True, metavar="ID", help="The knowledge base (see `kbes kb list`)."
@@ -29,6 +44,32 @@ def article() -> None:
 
 OPTION_OF_FIELD = {"title": "--title (or --file's `# ` heading)", "content": "--content / --file"}
 """The option a person gives each field the domain checks (`kbes.domain.limits`)."""
+
+
+def _expected_version(
+    ctx: click.Context, param: click.Parameter, value: str | None
+) -> datetime | None:
+    if value is None:
+        return None
+    try:
+        return parse_timestamp(value)
+    except ValueError as e:
+        fact = NotATime(value, str(e), "--expected-version")
+        raise click.BadParameter(words(fact), ctx, param) from None
+
+
+def expected_version_option(func: F) -> F:
+    """`--expected-version UPDATED_AT`: the person's compare-and-swap, as an agent's edit has
+    it. Parsed (and a bad time refused, naming the flag) before the store is opened."""
+    return click.option(
+        "--expected-version",
+        "expected_version",
+        metavar="UPDATED_AT",
+        callback=_expected_version,
+        help="Write only if the article is still at this version (the updated_at you read, "
+        "from `kbes article show` or a citation); else refused with its current version, "
+        "nothing written. Without it, last writer wins.",
+    )(func)
 
 
 @contextmanager
@@ -50,6 +91,7 @@ def as_options() -> Iterator[None]:
 )
 @content_options
 @click.option("--publish", is_flag=True, help="Publish at once, so agents can see it.")
+@author_option
 @with_store
 def add(
     store: KnowledgeBaseStore,
@@ -58,6 +100,7 @@ def add(
     content: str | None,
     file: Path | None,
     publish: bool,
+    author: Author,
 ) -> None:
     """Draft a new article (published with --publish) and print its id."""
     text = read_content(content, file, required=True)
@@ -66,7 +109,7 @@ def add(
     if title is None:
         raise click.UsageError("give the title with --title, or a --file with a `# ` heading")
     with as_options():
-        click.echo(str(store.add_article(kb, title, text.content, publish=publish)))
+        click.echo(str(store.add_article(kb, title, text.content, publish=publish, by=author)))
 
 
 @article.command("save")
@@ -74,6 +117,8 @@ def add(
 @click.argument("article_id")
 @click.option("--title", help="A new title (the save becomes a retitle).")
 @content_options
+@expected_version_option
+@author_option
 @with_store
 def save(
     store: KnowledgeBaseStore,
@@ -82,15 +127,25 @@ def save(
     title: str | None,
     content: str | None,
     file: Path | None,
+    expected_version: datetime | None,
+    author: Author,
 ) -> None:
-    """Replace ARTICLE_ID's content (and title); a person's save, last writer wins.
+    """Replace ARTICLE_ID's content (and title); a person's save, last writer wins, or with
+    --expected-version only if the article is still at the version you read.
 
     A save that would change neither the content nor the title writes nothing (every citation
     of the article stays current) and says so on stderr. Prints the article's version."""
     text = read_content(content, file, required=title is None)
     title = title if title is not None else text.heading
     with as_options():
-        saved = store.save_article(kb, article_id, content=text.content, title=title)
+        saved = store.save_article(
+            kb,
+            article_id,
+            content=text.content,
+            title=title,
+            by=author,
+            expected_version=expected_version,
+        )
     if saved is None:
         click.echo("unchanged: the content and title are already these; nothing written", err=True)
     click.echo(format_timestamp(store.get_article(article_id).updated_at))
@@ -99,20 +154,36 @@ def save(
 @article.command("publish")
 @kb_option
 @click.argument("article_id")
+@expected_version_option
+@author_option
 @with_store
-def publish(store: KnowledgeBaseStore, kb: str, article_id: str) -> None:
+def publish(
+    store: KnowledgeBaseStore,
+    kb: str,
+    article_id: str,
+    expected_version: datetime | None,
+    author: Author,
+) -> None:
     """Publish (or republish) ARTICLE_ID so agents can find and cite it."""
-    store.publish_article(kb, article_id)
+    store.publish_article(kb, article_id, by=author, expected_version=expected_version)
     click.echo(format_timestamp(store.get_article(article_id).updated_at))
 
 
 @article.command("unpublish")
 @kb_option
 @click.argument("article_id")
+@expected_version_option
+@author_option
 @with_store
-def unpublish(store: KnowledgeBaseStore, kb: str, article_id: str) -> None:
+def unpublish(
+    store: KnowledgeBaseStore,
+    kb: str,
+    article_id: str,
+    expected_version: datetime | None,
+    author: Author,
+) -> None:
     """Unpublish ARTICLE_ID: agents' citations of it come back as `gone`."""
-    store.unpublish_article(kb, article_id)
+    store.unpublish_article(kb, article_id, by=author, expected_version=expected_version)
     click.echo(format_timestamp(store.get_article(article_id).updated_at))
 
 
@@ -185,15 +256,56 @@ def show(
 @with_store
 def history_(store: KnowledgeBaseStore, kb: str, article_id: str, as_json: bool) -> None:
     """List every version of ARTICLE_ID, oldest first: the event that made it, its updated_at
-    (what a citation of that version carries) and its sequence in the log."""
+    (what a citation of that version carries), its sequence in the log, and its author (who
+    wrote it, of what kind, and how kbes knows: `(not recorded)` for an event written before
+    kbes recorded authors)."""
     store.article_for_person(kb, article_id)
-    versions = History.of(store).versions(article_id)
-    rows = [(v.version, v.updated_at, v.type, v.sequence) for v in versions]
+    versions = History.of(store).authored(article_id)
     if as_json:
-        print_json([dict(zip(("version", "updated_at", "type", "sequence"), r, strict=True))
-                    for r in rows])  # fmt: skip
+        print_json(
+            [
+                {
+                    "version": v.version,
+                    "updated_at": v.updated_at,
+                    "type": v.type,
+                    "sequence": v.sequence,
+                    "author": author,
+                }
+                for v, author in versions
+            ]
+        )
         return
-    print_table(["version", "updated_at", "type", "sequence"], rows)
+    print_table(
+        ["version", "updated_at", "type", "sequence", "author"],
+        [(v.version, v.updated_at, v.type, v.sequence, author_text(a)) for v, a in versions],
+    )
+
+
+@article.command("diff")
+@kb_option
+@click.argument("article_id")
+@click.argument("since", metavar="V1")
+@click.argument("until", metavar="[V2]", required=False)
+@with_store
+def diff(
+    store: KnowledgeBaseStore, kb: str, article_id: str, since: str, until: str | None
+) -> None:
+    """Print a unified diff of ARTICLE_ID (its title and content) from version V1 to version V2
+    (default: the current one): each an updated_at from `kbes article history` or a citation.
+    Bounded as the diff tool is: two versions too changed to diff are refused, not diffed."""
+    store.article_for_person(kb, article_id)  # not_found if it is not in that knowledge base
+    history = History.of(store)
+    versions = history.versions(article_id)
+    states = []
+    for value, hint in ((since, "V1"), (until, "V2")):
+        try:
+            states.append(history.article_at(article_id, value or versions[-1].at))
+        except VersionNotFound as e:
+            raise click.BadParameter(no_version(article_id, e), param_hint=hint) from None
+        except NotATime as e:
+            fact = NotATime(e.value, e.reason, hint)
+            raise click.BadParameter(words(fact), param_hint=hint) from None
+    click.echo(unified_diff(states[0], states[1], budget=DIFF_BUDGET), nl=False)
 
 
 def _status(state: ArticleState, versions: list[Version]) -> str:

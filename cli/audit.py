@@ -11,9 +11,23 @@ import click
 import msgspec
 from click.core import ParameterSource
 
-from kbes.cli.options import existing_db_option, json_option, print_table, store_at
+from kbes.cli.options import (
+    author_text,
+    existing_db_option,
+    json_option,
+    print_table,
+    store_at,
+)
 from kbes.domain.clock import parse_timestamp
-from kbes.log.audit import CLASSES, AuditReport, CitationsFormatError, audit, parse_citations
+from kbes.log.audit import (
+    CLASSES,
+    NOT_YET,
+    AuditReport,
+    CitationsFormatError,
+    audit,
+    classes,
+    parse_citations,
+)
 from kbes.log.export import LogFormatError, LogSource
 from kbes.log.history import History, StoreSource
 
@@ -34,10 +48,11 @@ def parse_fail_on(values: tuple[str, ...]) -> frozenset[str]:
             name = name.strip().lower()
             if not name:
                 continue
-            if name not in CLASSES:
+            if name not in (*CLASSES, NOT_YET):
                 raise AuditInputError(
                     f"--fail-on: unknown class {name!r}; use a comma-separated list of "
-                    f"{', '.join(CLASSES)} (e.g. --fail-on changed,gone,invalid)"
+                    f"{', '.join(CLASSES)} (e.g. --fail-on changed,gone,invalid), or "
+                    f"{NOT_YET} with --as-of"
                 )
             classes.add(name)
     if values and not classes:
@@ -79,7 +94,8 @@ def read_citation_lines(path: str) -> list[bytes]:
     "--as-of",
     "as_of",
     metavar="TIME",
-    help="Replay the log only up to this RFC 3339 time (e.g. 2026-11-30T12:00:00Z).",
+    help="Replay the log only up to this RFC 3339 time (e.g. 2026-11-30T12:00:00Z); a "
+    "citation of a later version is `not_yet` (not yet given then).",
 )
 @json_option
 @click.option(
@@ -105,7 +121,9 @@ def audit_command(
 ) -> None:
     """Classify each citation in CITATIONS (JSON Lines of {knowledge_base_id, article_id,
     updated_at}, optionally with "quote"; "-" reads stdin) as current, changed, gone or
-    invalid by replaying the log, and print a summary line counting each class.
+    invalid by replaying the log (with --as-of, not_yet for a citation of a later version),
+    and print who changed each changed or gone citation since it was cited, event by event,
+    then a summary line counting each class.
 
     The log is the database's (--db, default) or an export (--log); both give the same output
     for the same history. Exit status: 0 done, 1 a --fail-on class was found, 2 bad input.
@@ -139,7 +157,7 @@ def audit_command(
         if found:
             click.echo(
                 f"kbes audit: {found} citation{'s' if found != 1 else ''} in "
-                f"--fail-on classes ({','.join(c for c in CLASSES if c in failing)})",
+                f"--fail-on classes ({','.join(c for c in classes(True) if c in failing)})",
                 err=True,
             )
             ctx.exit(1)
@@ -151,6 +169,16 @@ def print_report(report: AuditReport, *, show_diff: bool) -> None:
         ["line", "class", "article_id", "updated_at", "details"],
         [(e.line, e.status, e.article_id, e.updated_at, e.reason) for e in report.citations],
     )
+    moved = [e for e in report.citations if e.changes]
+    if moved:
+        click.echo("\nWho changed them since they were cited:")
+        for e in moved:
+            click.echo(f"line {e.line}: {e.status}, {e.article_id}")
+            print_table(
+                ["updated_at", "type", "author"],
+                [(c.updated_at, c.type, author_text(c.author)) for c in e.changes or []],
+                indent="  ",
+            )
     if show_diff:
         for e in report.citations:
             if e.diff:
@@ -160,7 +188,7 @@ def print_report(report: AuditReport, *, show_diff: bool) -> None:
 
 
 def summary_line(report: AuditReport) -> str:
-    counts = ", ".join(f"{report.summary[c]} {c}" for c in CLASSES)
+    counts = ", ".join(f"{report.summary[c]} {c}" for c in classes(report.as_of is not None))
     total = report.summary["total"]
     as_of = f" as of {report.as_of}" if report.as_of else ""
     return f"{total} citation{'s' if total != 1 else ''}{as_of}: {counts}"

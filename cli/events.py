@@ -7,7 +7,7 @@ import time
 import click
 import msgspec
 
-from kbes.cli.options import SEQUENCE, json_option, print_table, with_store
+from kbes.cli.options import SEQUENCE, author_text, json_option, print_table, with_store
 from kbes.store.application import KnowledgeBaseStore
 
 POLL_LIMIT = 100
@@ -37,12 +37,15 @@ def events(
     store: KnowledgeBaseStore, kb: str, after: int, follow: bool, interval: float, as_json: bool
 ) -> None:
     """Print the event feed of a knowledge base: what poll_resource_events shows agents
-    (publishes, saves and retitles of published articles, unpublishes; never drafts)."""
+    (publishes, saves and retitles of published articles, unpublishes; never drafts), and,
+    for people, who wrote each event (its author: `(not recorded)` for an event written
+    before kbes recorded authors)."""
     knowledge_base_id = store.require_knowledge_base(kb)
     cursor = after
     header = not as_json
     while True:
         page = store.feed_page(knowledge_base_id, cursor, POLL_LIMIT)
+        authors = store.feed_authors(knowledge_base_id, cursor, POLL_LIMIT)
         if cursor > page.head:
             raise click.BadParameter(
                 f"{after} is past the end of the log (its last sequence is {page.head}); give a "
@@ -51,11 +54,12 @@ def events(
             )
         if as_json:
             for event in page.events:
-                click.echo(msgspec.json.encode(event._asdict()).decode())
+                line = {**event._asdict(), "author": authors.get(event.sequence)}
+                click.echo(msgspec.json.encode(line).decode())
         elif page.events or header:
-            rows = [tuple(event) for event in page.events]
+            rows = [(*event, author_text(authors.get(event.sequence))) for event in page.events]
             if header:
-                print_table(["sequence", "type", "article_id", "updated_at"], rows)
+                print_table(["sequence", "type", "article_id", "updated_at", "author"], rows)
                 header = False
             else:
                 for row in rows:

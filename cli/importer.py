@@ -7,9 +7,16 @@ from pathlib import Path
 
 import click
 
-from kbes.cli.options import existing_db_option, json_option, print_json, store_at
+from kbes.cli.options import (
+    author_option,
+    existing_db_option,
+    json_option,
+    print_json,
+    store_at,
+)
 from kbes.cli.refusals import file_refusal
 from kbes.cli.search_option import search_option, search_settings
+from kbes.domain.author import Author
 from kbes.log.importer import ImportPartlyWritten, ImportReport, shown
 from kbes.log.importer import import_folder as run_import
 from kbes.store.application import KnowledgeBaseStore
@@ -46,6 +53,7 @@ SKIPPED_EXIT = 3
     "own name); two folders imported into one knowledge base need two names.",
 )
 @json_option
+@author_option
 @existing_db_option
 @search_option
 def import_folder(
@@ -57,6 +65,7 @@ def import_folder(
     watch: bool,
     source: str | None,
     as_json: bool,
+    author: Author,
     db: str,
     search: str | None,
 ) -> None:
@@ -80,6 +89,9 @@ def import_folder(
 
     With --search hybrid (or KBES_SEARCH=hybrid) the published articles are then embedded
     for search by meaning, with a progress bar (about 0.1 s an article; see docs/search.md).
+
+    Every event the import writes (each --watch sync's too) records the person running it as
+    its author (--author, else KBES_AUTHOR, else the OS user).
     """
     if watch and dry_run:
         raise click.UsageError("--watch writes as it goes; use --dry-run without it")
@@ -87,7 +99,7 @@ def import_folder(
         if watch:
             from kbes.cli.watch import watch_folder  # watchfiles: only a watcher needs it
 
-            watch_folder(store, folder, kb, publish=publish, source=source)
+            watch_folder(store, folder, kb, publish=publish, source=source, by=author)
             return
         refused = _import(
             store,
@@ -98,6 +110,7 @@ def import_folder(
             dry_run=dry_run,
             source=source,
             as_json=as_json,
+            by=author,
         )
     if refused:
         click.get_current_context().exit(SKIPPED_EXIT)
@@ -113,11 +126,12 @@ def _import(
     dry_run: bool,
     source: str | None,
     as_json: bool,
+    by: Author,
 ) -> int:
     """Run one import and print it; returns how many files could not be imported."""
     try:
         report = run_import(
-            store, kb, folder, publish=publish, sync=sync, dry_run=dry_run, source=source
+            store, kb, folder, publish=publish, sync=sync, dry_run=dry_run, source=source, by=by
         )
     except ImportPartlyWritten as e:
         print_report(e.report, as_json=as_json, sync=sync)

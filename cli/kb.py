@@ -5,6 +5,7 @@ from __future__ import annotations
 import click
 
 from kbes.cli.options import (
+    author_option,
     json_option,
     print_json,
     print_table,
@@ -12,6 +13,7 @@ from kbes.cli.options import (
     with_store,
 )
 from kbes.cli.refusals import same_name, words
+from kbes.domain.author import Author
 from kbes.domain.limits import name_problem
 from kbes.server.approval import escape
 from kbes.store.application import KnowledgeBaseStore
@@ -34,14 +36,15 @@ def _name(ctx: click.Context, param: click.Parameter, value: str) -> str:
 @kb.command("create")
 @click.argument("name", callback=_name)
 @json_option
+@author_option
 @with_new_store
-def create(store: KnowledgeBaseStore, name: str, as_json: bool) -> None:
+def create(store: KnowledgeBaseStore, name: str, as_json: bool, author: Author) -> None:
     """Create a knowledge base called NAME and print its id.
 
     Creates the database too if it does not exist yet (and says so on stderr): this is the one
     command that does, so a mistyped --db anywhere else is an error, not an empty store."""
     named = store.knowledge_bases_named(name)
-    kb_id = store.create_knowledge_base(name)
+    kb_id = store.create_knowledge_base(name, by=author)
     if named:
         click.echo(same_name(name.strip(), named, str(kb_id)), err=True)
     if as_json:

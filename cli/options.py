@@ -13,8 +13,9 @@ from typing import TYPE_CHECKING, Any, TypeVar
 import click
 import msgspec
 
-from kbes.cli.refusals import cannot_open, database_refusal, refusal, semantic_missing
-from kbes.domain.errors import DomainError
+from kbes.cli.refusals import cannot_open, database_refusal, refusal, semantic_missing, words
+from kbes.domain.author import AUTHOR_ENV, Author, person_running
+from kbes.domain.errors import DomainError, InvalidArgument
 from kbes.projections.embedder import SemanticUnavailable
 from kbes.store import probe
 from kbes.store.application import KnowledgeBaseStore, open_store
@@ -212,11 +213,48 @@ def print_json(data: Any) -> None:
     click.echo(msgspec.json.format(msgspec.json.encode(data), indent=2).decode())
 
 
-def print_table(headers: Sequence[str], rows: Sequence[Sequence[Any]]) -> None:
+def print_table(headers: Sequence[str], rows: Sequence[Sequence[Any]], indent: str = "") -> None:
     """A plain aligned table for people."""
     cells = [[str(h) for h in headers], *[["" if v is None else str(v) for v in r] for r in rows]]
     widths = [max(len(row[i]) for row in cells) for i in range(len(headers))]
     for n, row in enumerate(cells):
-        click.echo("  ".join(v.ljust(w) for v, w in zip(row, widths, strict=True)).rstrip())
+        line = "  ".join(v.ljust(w) for v, w in zip(row, widths, strict=True)).rstrip()
+        click.echo(indent + line)
         if n == 0:
-            click.echo("  ".join("-" * w for w in widths))
+            click.echo(indent + "  ".join("-" * w for w in widths))
+
+
+NO_AUTHOR = "(not recorded)"
+"""An event's author as a person reads it when the event has none (written before kbes
+recorded authors)."""
+
+
+def author_text(author: Author | None) -> str:
+    """An event's author for a table: its name, then its kind and how kbes knows it
+    (`alice (person, env)`, `support-bot (token, bearer)`, `claude-code 2.1 (client,
+    declared, approved)`)."""
+    if author is None:
+        return NO_AUTHOR
+    approved = ", approved" if author.approved else ""
+    return f"{author.name} ({author.kind}, {author.how}{approved})"
+
+
+def author_option(func: F) -> F:
+    """`--author NAME`: the person the command's events record as their author (default:
+    `KBES_AUTHOR`, else the operating-system user). Resolved, and a bad name refused naming
+    `--author` or `KBES_AUTHOR`, before the store is opened, so nothing is written."""
+    return click.option(
+        "--author",
+        "author",
+        metavar="NAME",
+        callback=_resolve_author,
+        help=f"Who the change is recorded as (default: {AUTHOR_ENV}, else the OS user).",
+    )(func)
+
+
+def _resolve_author(ctx: click.Context, param: click.Parameter, value: str | None) -> Author:
+    try:
+        return person_running(value)
+    except InvalidArgument as fact:
+        hint = "--author" if value is not None else AUTHOR_ENV
+        raise click.BadParameter(words(fact), ctx, param_hint=hint) from None

@@ -19,6 +19,7 @@ from kbes.domain.errors import (
     ArticleNotInLog,
     ArticleUnknown,
     ArticleUnpublished,
+    BlankAuthor,
     BlankName,
     BlankTitle,
     Busy,
@@ -57,6 +58,8 @@ from kbes.tools import refusals as wire
 BLANK_NAME = "a knowledge base needs a non-empty name"
 
 _WHAT = {"title": "the title", "content": "the content", "name": "the name"}
+# An author's name is refused naming where it came from (`--author`, `KBES_AUTHOR`): `_WHAT`
+# leaves those as they are.
 _PLURAL = {"title": "titles", "name": "knowledge-base names"}
 
 
@@ -154,7 +157,10 @@ WORDS: dict[type[DomainError], Callable[[Any], str]] = {
     AlreadyPublished: lambda fact: f"article {fact.article_id} is already published",
     NotPublished: lambda fact: f"article {fact.article_id} is not published",
     ArticleChanged: lambda fact: (
-        f"article {fact.article_id} is at {fact.current_version}, not {fact.expected_version}"
+        f"article {fact.article_id} changed since {fact.expected_version}: its current version "
+        f"is {fact.current_version}; nothing was written. Read it again (kbes article show), "
+        "re-apply your change to the current content, and retry with "
+        f"--expected-version {fact.current_version}"
     ),
     KeyReused: lambda fact: (
         f"idempotency key {fact.idempotency_key!r} is bound to another edit of {fact.article_id}"
@@ -171,6 +177,9 @@ WORDS: dict[type[DomainError], Callable[[Any], str]] = {
     InvalidId: lambda fact: f"{fact.field} {fact.value!r} is not a valid id",
     BlankName: lambda fact: BLANK_NAME,
     NothingToSave: lambda fact: "nothing to save: give new content, a new title, or both",
+    BlankAuthor: lambda fact: (
+        f"{fact.field} is blank; give the name of the person making the change"
+    ),
     BlankTitle: lambda fact: (
         "the title is blank; give a few words saying what the article is about"
     ),

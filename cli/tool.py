@@ -14,8 +14,9 @@ from typing import Any
 import click
 import msgspec
 
-from kbes.cli.options import existing_db_option, store_at
+from kbes.cli.options import author_option, existing_db_option, store_at
 from kbes.cli.search_option import search_option, search_settings
+from kbes.domain.author import Author
 from kbes.domain.limits import encodes
 from kbes.tools import HISTORY_TOOLS, TOOLS, call_tool
 from kbes.tools.codes import KbesError
@@ -57,9 +58,17 @@ def parse_arguments(pairs: tuple[str, ...]) -> dict[str, Any]:
 @click.argument("name", type=click.Choice(sorted(NAMES)), metavar="NAME")
 @click.argument("arguments", nargs=-1, type=click.UNPROCESSED)
 @click.option("--indent", is_flag=True, help="Pretty-print the JSON.")
+@author_option
 @existing_db_option
 @search_option
-def tool(name: str, arguments: tuple[str, ...], indent: bool, db: str, search: str | None) -> None:
+def tool(
+    name: str,
+    arguments: tuple[str, ...],
+    indent: bool,
+    author: Author,
+    db: str,
+    search: str | None,
+) -> None:
     """Call the agent tool NAME with ARGUMENTS and print its JSON result.
 
     NAME is one of: search_knowledge_base, read_knowledge_article, edit_knowledge_article,
@@ -71,12 +80,13 @@ def tool(name: str, arguments: tuple[str, ...], indent: bool, db: str, search: s
         kbes tool search_knowledge_base knowledge_base_id=ID query='reset password' limit:=5
 
     A tool error prints the error JSON (with its code), as an MCP client receives it in the
-    tool's error result, and exits with status 1.
+    tool's error result, and exits with status 1. An edit made here is a person's: its events
+    record --author (else KBES_AUTHOR, else the OS user), as `kbes article save` does.
     """
     args = parse_arguments(arguments)
     with store_at(db, checked=search_settings(db, search)) as store:
         try:
-            result: Any = msgspec.to_builtins(call_tool(store, name, args))
+            result: Any = msgspec.to_builtins(call_tool(store, name, args, author=author))
             failed = False
         except KbesError as e:
             result, failed = e.to_dict(), True

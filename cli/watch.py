@@ -20,6 +20,7 @@ from watchfiles import Change, watch
 
 from kbes.cli.importer import event_lines, print_report, skipped_lines
 from kbes.cli.refusals import refusal
+from kbes.domain.author import Author
 from kbes.domain.errors import DomainError
 from kbes.log.folder_files import is_markdown
 from kbes.log.importer import ReadCache, shown
@@ -42,7 +43,13 @@ def relevant(change: Change, path: str) -> bool:
 
 
 def watch_folder(
-    store: KnowledgeBaseStore, folder: Path, kb: str, *, publish: bool, source: str | None
+    store: KnowledgeBaseStore,
+    folder: Path,
+    kb: str,
+    *,
+    publish: bool,
+    source: str | None,
+    by: Author | None = None,
 ) -> None:
     """Sync once, then after each batch of changes, printing one line per file changed. The
     first sync runs once the watcher is up (its first timeout), so a change made while it runs
@@ -53,7 +60,7 @@ def watch_folder(
         stop.set()
 
     signal.signal(signal.SIGTERM, stopped)
-    watcher = _Watcher(store, folder, kb, publish, source)
+    watcher = _Watcher(store, folder, kb, publish, source, by)
     click.echo(f"watching {folder} (Ctrl-C to stop)", err=True)
     pending = True
     try:
@@ -77,10 +84,16 @@ class _Watcher:
     """One folder's syncs, with what the last one read and said."""
 
     def __init__(
-        self, store: KnowledgeBaseStore, folder: Path, kb: str, publish: bool, source: str | None
+        self,
+        store: KnowledgeBaseStore,
+        folder: Path,
+        kb: str,
+        publish: bool,
+        source: str | None,
+        by: Author | None,
     ) -> None:
         self.store, self.folder, self.kb = store, folder, kb
-        self.publish, self.source = publish, source
+        self.publish, self.source, self.by = publish, source, by
         self.cache: ReadCache = {}
         self.said: dict[str, str] | None = None
         """The skipped files last said, None before the first sync."""
@@ -97,6 +110,7 @@ class _Watcher:
                 sync=True,
                 source=self.source,
                 cache=self.cache,
+                by=self.by,
             )
         except DomainError as e:
             click.echo(f"sync failed, trying again: {refusal(e)}", err=True)

@@ -41,6 +41,12 @@ def kb(store: KnowledgeBaseStore) -> str:
     return str(store.create_knowledge_base("Support"))
 
 
+@pytest.fixture(autouse=True)
+def no_author_from_the_developer(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A developer's own KBES_AUTHOR never reaches a test: each test that wants one sets it."""
+    monkeypatch.delenv("KBES_AUTHOR", raising=False)
+
+
 @pytest.fixture
 def runner(db_path: Path, monkeypatch: pytest.MonkeyPatch) -> CliRunner:
     """A CLI runner whose commands use this test's database (through KBES_DB)."""

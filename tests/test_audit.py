@@ -318,10 +318,35 @@ def test_as_of_between_changes_replays_only_that_far(world: World) -> None:
     assert lines[7]["class"] == "current"  # back_same is unpublished only at 11:20
 
 
-def test_as_of_before_the_citation_was_given_is_invalid(world: World) -> None:
-    lines = by_line(audit_json(world, "--db", world.db, "--as-of", "2026-11-30T08:00:00Z"))
-    assert {entry["class"] for entry in lines.values()} == {"invalid"}
-    assert "never existed by 2026-11-30T08:00:00.000000Z" in lines[1]["reason"]
+def test_as_of_before_the_citation_was_given_says_not_yet_not_invalid(world: World) -> None:
+    # Issue 34: at 08:00 no citation had been given yet. The eight the whole log holds are
+    # `not_yet`, their own class; the six made up or garbled stay `invalid`.
+    report = audit_json(world, "--db", world.db, "--as-of", "2026-11-30T08:00:00Z")
+    lines = by_line(report)
+    assert [lines[n]["class"] for n in range(1, 15)] == ["not_yet"] * 8 + ["invalid"] * 6
+    assert lines[1]["reason"] == (
+        f"not yet given by 2026-11-30T08:00:00.000000Z: the cited version was written at "
+        f"{lines[1]['updated_at']}"
+    )
+    assert report["summary"] == {
+        "current": 0,
+        "changed": 0,
+        "gone": 0,
+        "invalid": 6,
+        "not_yet": 8,
+        "total": 14,
+    }
+    table = run("audit", str(world.citations), "--db", world.db, "--as-of", "2026-11-30T08:00:00Z")
+    assert table.stdout.splitlines()[-1] == (
+        "14 citations as of 2026-11-30T08:00:00.000000Z: 0 current, 0 changed, 0 gone, "
+        "6 invalid, 8 not_yet"
+    )
+    failed = run(
+        "audit", str(world.citations), "--db", world.db, "--as-of", "2026-11-30T08:00:00Z",
+        "--fail-on", "not_yet",
+    )  # fmt: skip
+    assert failed.exit_code == 1
+    assert "8 citations in --fail-on classes (not_yet)" in failed.stderr
 
 
 def test_table_summary_and_diff_on_the_terminal(world: World) -> None:

@@ -28,7 +28,7 @@ from test_audit import (  # noqa: F401  (collected here, run against this module
     build,
     run,
     test_as_of_before_the_changes_reports_them_current,
-    test_as_of_before_the_citation_was_given_is_invalid,
+    test_as_of_before_the_citation_was_given_says_not_yet_not_invalid,
     test_as_of_between_changes_replays_only_that_far,
     test_bad_input_is_a_clear_error,
     test_citations_from_stdin,

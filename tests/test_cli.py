@@ -341,6 +341,7 @@ NEEDS_DB = {
     ("article", "list"): ["--kb", SOME_ID],
     ("article", "show"): ["--kb", SOME_ID, SOME_ID],
     ("article", "history"): ["--kb", SOME_ID, SOME_ID],
+    ("article", "diff"): ["--kb", SOME_ID, SOME_ID, "2026-11-30T09:00:00Z"],
     ("import",): ["FOLDER", "--kb", SOME_ID],
     ("events",): ["--kb", SOME_ID],
     ("tool",): ["read_knowledge_article", f"knowledge_base_id={SOME_ID}", f"article_id={SOME_ID}"],

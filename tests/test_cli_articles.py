@@ -13,6 +13,7 @@ from cli_harness import head, ok
 from click.testing import CliRunner
 
 from kbes.cli import main
+from kbes.domain.author import os_user
 
 
 def read(runner: CliRunner, kb: str, article_id: str) -> dict:
@@ -204,10 +205,21 @@ def test_show_and_history_give_a_person_every_version_drafts_included(
         (1, "drafted"), (2, "published"), (3, "retitled"), (4, "unpublished")
     ]  # fmt: skip
     assert [v["sequence"] for v in versions] == sorted(v["sequence"] for v in versions)
+    # Each version's author: here the OS user running the commands (no --author, no
+    # KBES_AUTHOR), as kbes knows it.
+    me = {"kind": "person", "name": os_user(), "how": "os", "approved": False}
+    assert [v["author"] for v in versions] == [me] * 4
     table = ok(runner, "article", "history", "--kb", kb, article_id).splitlines()
-    assert table[0].split() == ["version", "updated_at", "type", "sequence"]
+    assert table[0].split() == ["version", "updated_at", "type", "sequence", "author"]
     first = versions[0]
-    assert table[2].split() == ["1", first["updated_at"], "drafted", str(first["sequence"])]
+    me_shown = f"{os_user()} (person, os)".split()
+    assert table[2].split() == [
+        "1",
+        first["updated_at"],
+        "drafted",
+        str(first["sequence"]),
+        *me_shown,
+    ]
 
     assert ok(runner, "article", "show", "--kb", kb, article_id) == (
         "title:      Refunds and returns\n"

@@ -18,6 +18,7 @@ from tool_calls import call
 from kbes import Article, KnowledgeBaseStore, SimulatedClock, open_store
 from kbes.cli import main
 from kbes.domain.article import in_feed
+from kbes.domain.author import person
 from kbes.domain.errors import ArticleNotInLog, NotATime, VersionNotFound
 from kbes.log.export import LogFormatError, LogSource, export_log
 from kbes.log.history import History, StoreSource, article_at, article_versions, unified_diff
@@ -161,7 +162,7 @@ def test_export_lines_carry_sequence_type_ids_timestamp_and_payload(
     kb = timed.create_knowledge_base("Support")
     article = timed.add_article(kb, "T", "body", publish=True)
     minutes(clock, 1)
-    timed.save_article(kb, article, content="new body")
+    timed.save_article(kb, article, content="new body", by=person("alice"))
     buffer = io.BytesIO()
     export_log(timed, buffer)
     lines = [json.loads(line) for line in buffer.getvalue().splitlines()]
@@ -181,6 +182,7 @@ def test_export_lines_carry_sequence_type_ids_timestamp_and_payload(
         "originator_version": 3,
         "knowledge_base_id": str(kb),
         "timestamp": "2026-11-30T09:01:00.000000Z",
+        "author": {"kind": "person", "name": "alice", "how": "api", "approved": False},
         "payload": {"content": "new body"},
     }
     assert lines[0]["payload"] == {"name": "Support"}

@@ -97,7 +97,9 @@ def test_a_log_with_a_name_from_before_the_rule_still_loads(
     store = open_store(db_path)
     try:
         # As a kbes before the rule wrote it: the event, without `KnowledgeBase.create`.
-        old = KnowledgeBase._create(KnowledgeBase.Created, name=f"Evil\n{FORGED}  Payroll")
+        old = KnowledgeBase._create(
+            KnowledgeBase.Created, name=f"Evil\n{FORGED}  Payroll", author=None
+        )
         store.save(old)
         article = str(store.add_article(old.id, "Refunds", "Refunds take days.", publish=True))
     finally:

@@ -15,7 +15,7 @@ from kbes import Article, EditReceipt, KnowledgeBase, MsgspecMapper
 
 def test_every_event_round_trips() -> None:
     mapper = MsgspecMapper()
-    kb = KnowledgeBase._create(KnowledgeBase.Created, name="Support")
+    kb = KnowledgeBase._create(KnowledgeBase.Created, name="Support", author=None)
     article = Article.draft(kb.id, "Title", "Body ünïcode")
     article.publish()
     article.save("New body")

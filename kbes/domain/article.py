@@ -9,6 +9,7 @@ from uuid import UUID, uuid4
 from eventsourcing.domain import Aggregate
 
 from kbes.domain.aggregate import copy_aggregate
+from kbes.domain.author import Author, upcast_no_author
 from kbes.domain.clock import SystemClock, next_timestamp
 from kbes.domain.errors import AlreadyPublished, NotPublished
 from kbes.domain.limits import DEFAULT_LIMITS, Limits, require_content, require_title
@@ -26,7 +27,14 @@ class Article(Aggregate):
     ever_published: bool
 
     class Event(Aggregate.Event):
+        """Every article event names its knowledge base and its author (None in events
+        written before kbes recorded authors: version 1, upcast as they load)."""
+
         knowledge_base_id: UUID
+        author: Author | None
+
+        class_version = 2
+        upcast_v1_v2 = staticmethod(upcast_no_author)
 
     class Drafted(Event, Aggregate.Created):
         title: str
@@ -79,6 +87,7 @@ class Article(Aggregate):
         at: datetime | None = None,
         id: UUID | None = None,
         limits: Limits = DEFAULT_LIMITS,
+        by: Author | None = None,
     ) -> Article:
         """Draft a new article; `id` lets an importer derive it from a stable key. The title
         rule and the `limits` (the store's) are checked here, for every door; not in
@@ -91,6 +100,7 @@ class Article(Aggregate):
             knowledge_base_id=knowledge_base_id,
             title=title,
             content=content,
+            author=by,
             timestamp=at or _SYSTEM_CLOCK.now(),
         )
 
@@ -102,11 +112,14 @@ class Article(Aggregate):
         """The next event's time: the caller's clock reading, or now; never before the last."""
         return next_timestamp(_SYSTEM_CLOCK, self.updated_at) if at is None else at
 
-    def publish(self, *, at: datetime | None = None) -> None:
+    def publish(self, *, at: datetime | None = None, by: Author | None = None) -> None:
         if self.published:
             raise AlreadyPublished(self.id)
         self.trigger_event(
-            self.Published, knowledge_base_id=self.knowledge_base_id, timestamp=self._next(at)
+            self.Published,
+            knowledge_base_id=self.knowledge_base_id,
+            author=by,
+            timestamp=self._next(at),
         )
 
     def save(
@@ -116,13 +129,14 @@ class Article(Aggregate):
         *,
         at: datetime | None = None,
         limits: Limits = DEFAULT_LIMITS,
+        by: Author | None = None,
     ) -> bool:
         """Replace the whole content; a changed title makes the one event a `Retitled`.
 
         A save that changes neither content nor title emits nothing and returns False: the
         version stays, so no citation of it turns stale for nothing, whichever door (an agent's
         edit, a person's save, an import) the save came through. A new title or content is
-        held to the title rule and the `limits` (the store's)."""
+        held to the title rule and the `limits` (the store's). `by`: the event's author."""
         if content == self.content and title in (None, self.title):
             return False
         if title is not None and title != self.title:
@@ -135,6 +149,7 @@ class Article(Aggregate):
                 knowledge_base_id=self.knowledge_base_id,
                 title=title,
                 content=content,
+                author=by,
                 timestamp=self._next(at),
             )
         else:
@@ -142,15 +157,19 @@ class Article(Aggregate):
                 self.Saved,
                 knowledge_base_id=self.knowledge_base_id,
                 content=content,
+                author=by,
                 timestamp=self._next(at),
             )
         return True
 
-    def unpublish(self, *, at: datetime | None = None) -> None:
+    def unpublish(self, *, at: datetime | None = None, by: Author | None = None) -> None:
         if not self.published:
             raise NotPublished(self.id)
         self.trigger_event(
-            self.Unpublished, knowledge_base_id=self.knowledge_base_id, timestamp=self._next(at)
+            self.Unpublished,
+            knowledge_base_id=self.knowledge_base_id,
+            author=by,
+            timestamp=self._next(at),
         )
 
 

@@ -247,6 +247,17 @@ class BlankName(InvalidArgument):
     field = "name"
 
 
+class BlankAuthor(InvalidArgument):
+    """An author's name, given as `field` (`--author`, `KBES_AUTHOR`), is empty or only
+    blanks."""
+
+    field: str
+
+    def __init__(self, field: str) -> None:
+        super().__init__(field)
+        self.field = field
+
+
 class NothingToSave(InvalidArgument):
     """A person's save names neither new content nor a new title."""
 

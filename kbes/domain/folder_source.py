@@ -15,6 +15,7 @@ from uuid import NAMESPACE_URL, UUID, uuid5
 from eventsourcing.domain import Aggregate
 
 from kbes.domain.aggregate import copy_aggregate
+from kbes.domain.author import Author, upcast_no_author
 
 SOURCE_NAMESPACE = uuid5(NAMESPACE_URL, "https://kbes.invalid/folder-source")
 
@@ -33,6 +34,10 @@ class FolderSource(Aggregate):
     class Started(Aggregate.Created):
         knowledge_base_id: UUID
         name: str
+        author: Author | None
+
+        class_version = 2
+        upcast_v1_v2 = staticmethod(upcast_no_author)
 
     class Mapped(Aggregate.Event):
         """One import's changes to the record: paths newly read or moved (`files`), paths no
@@ -43,6 +48,10 @@ class FolderSource(Aggregate):
         dropped: list[str]
         retired: list[UUID]
         revived: list[UUID]
+        author: Author | None
+
+        class_version = 2
+        upcast_v1_v2 = staticmethod(upcast_no_author)
 
         def apply(self, source: FolderSource) -> None:
             for path in self.dropped:
@@ -65,9 +74,11 @@ class FolderSource(Aggregate):
         return source_id(knowledge_base_id, name)
 
     @classmethod
-    def start(cls, knowledge_base_id: UUID, name: str, *, at: datetime) -> FolderSource:
+    def start(
+        cls, knowledge_base_id: UUID, name: str, *, at: datetime, by: Author | None = None
+    ) -> FolderSource:
         return cls._create(
-            cls.Started, knowledge_base_id=knowledge_base_id, name=name, timestamp=at
+            cls.Started, knowledge_base_id=knowledge_base_id, name=name, author=by, timestamp=at
         )
 
     def map(
@@ -78,6 +89,7 @@ class FolderSource(Aggregate):
         revived: list[UUID],
         *,
         at: datetime,
+        by: Author | None = None,
     ) -> None:
         """Record one import's changes; nothing when there are none."""
         if files or dropped or retired or revived:
@@ -88,6 +100,7 @@ class FolderSource(Aggregate):
                 dropped=dropped,
                 retired=retired,
                 revived=revived,
+                author=by,
                 timestamp=at,
             )
 

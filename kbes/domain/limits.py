@@ -28,6 +28,7 @@ import unicodedata
 from dataclasses import dataclass
 
 from kbes.domain.errors import (
+    BlankAuthor,
     BlankName,
     BlankTitle,
     EmptyKey,
@@ -98,6 +99,20 @@ def name_problem(name: str) -> InvalidArgument | None:
     if len(name) > NAME_CHARS:
         return TooLong("name", len(name), NAME_CHARS, "")
     return _refused_character("name", name)
+
+
+AUTHOR_CHARS = 200
+"""The longest author name (a person's, a token's, a client's declared name and version)."""
+
+
+def author_problem(name: str, field: str = "author") -> InvalidArgument | None:
+    """What is wrong with an author's `name` under the title rule, or None; the refusal names
+    `field`, where the name came from (`--author`, `KBES_AUTHOR`)."""
+    if not name.strip():
+        return BlankAuthor(field)
+    if len(name) > AUTHOR_CHARS:
+        return TooLong(field, len(name), AUTHOR_CHARS, "")
+    return _refused_character(field, name)
 
 
 def _line_problem(field: str, text: str, limits: Limits) -> InvalidArgument | None:

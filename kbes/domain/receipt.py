@@ -11,6 +11,7 @@ from uuid import NAMESPACE_URL, UUID, uuid5
 from eventsourcing.domain import Aggregate
 
 from kbes.domain.aggregate import copy_aggregate
+from kbes.domain.author import Author, upcast_no_author
 from kbes.domain.clock import format_timestamp
 
 RECEIPT_NAMESPACE = uuid5(NAMESPACE_URL, "https://kbes.invalid/edit-receipt")
@@ -25,6 +26,10 @@ class EditReceipt(Aggregate):
         fingerprint: str
         title: str
         updated_at: datetime
+        author: Author | None
+
+        class_version = 2
+        upcast_v1_v2 = staticmethod(upcast_no_author)
 
     def __init__(
         self,
@@ -58,6 +63,7 @@ class EditReceipt(Aggregate):
         title: str,
         updated_at: datetime,
         at: datetime,
+        by: Author | None = None,
     ) -> EditReceipt:
         return cls._create(
             cls.Recorded,
@@ -67,6 +73,7 @@ class EditReceipt(Aggregate):
             fingerprint=fingerprint,
             title=title,
             updated_at=updated_at,
+            author=by,
             timestamp=at,
         )
 

@@ -8,9 +8,14 @@ relied on) is classified by replaying an event source (the live store or an expo
 - `changed`: saved (or retitled) since; how often, when first, whether the quote survived;
 - `gone`: unpublished since (and perhaps republished later);
 - `invalid`: no such knowledge base or article, or the article never had a published version
-  at that `updated_at` (a garbled or invented citation).
+  at that `updated_at` (a garbled or invented citation);
+- `not_yet` (only with an as-of instant): a citation of a version written after it, which the
+  whole log holds: not given yet at that instant, and no more invalid than it is changed.
 
 "Changed" is not "wrong": the diff and `quote_intact` say whether the part the answer used moved.
+A changed or gone citation lists every event since the cited version (`changes`): when, what,
+and who wrote it (its author, `kbes.domain.author`; null for an event written before kbes
+recorded authors).
 """
 
 from __future__ import annotations
@@ -21,6 +26,7 @@ from typing import Any
 
 import msgspec
 
+from kbes.domain.author import Author
 from kbes.domain.clock import format_timestamp, parse_timestamp
 from kbes.domain.errors import DiffTooLarge
 from kbes.domain.ids import parse_id
@@ -29,6 +35,9 @@ from kbes.log.history import CONTENT_EVENTS, ArticleHistory, ArticleState, Histo
 from kbes.log.line_diff import DIFF_BUDGET
 
 CLASSES = ("current", "changed", "gone", "invalid")
+"""The classes of every audit."""
+NOT_YET = "not_yet"
+"""The class of a citation given after an audit's as-of instant: only with one."""
 
 
 class CitationLine(msgspec.Struct, kw_only=True, frozen=True):
@@ -42,6 +51,15 @@ class CitationLine(msgspec.Struct, kw_only=True, frozen=True):
 
 class CitationsFormatError(ValueError):
     """A citations file line that is not a citation; the message names the line and the fix."""
+
+
+class AuditChange(msgspec.Struct, kw_only=True, frozen=True):
+    """One event since the cited version: when, what, and who wrote it."""
+
+    updated_at: str
+    type: str
+    author: Author | None
+    """Null for an event written before kbes recorded authors."""
 
 
 class AuditEntry(msgspec.Struct, kw_only=True, frozen=True):
@@ -73,6 +91,9 @@ class AuditEntry(msgspec.Struct, kw_only=True, frozen=True):
     diff: str | None = None
     """Unified diff of the cited version against the current one, when it is published and
     the two can be diffed within the diff tool's bound (else the reason says so)."""
+    changes: list[AuditChange] | None = None
+    """For `changed` and `gone`: every event since the cited version, oldest first, with its
+    author."""
 
 
 class AuditReport(msgspec.Struct, kw_only=True, frozen=True):
@@ -125,7 +146,7 @@ def audit(
 ) -> AuditReport:
     """Classify every citation against `history`, replayed up to `as_of` when given."""
     entries = [classify(number, citation, history, as_of) for number, citation in citations]
-    summary = {name: 0 for name in CLASSES}
+    summary = {name: 0 for name in classes(as_of is not None)}
     for entry in entries:
         summary[entry.status] += 1
     summary["total"] = len(entries)
@@ -136,10 +157,37 @@ def audit(
     )
 
 
+def classes(as_of: bool) -> tuple[str, ...]:
+    """The classes an audit sorts citations into: `not_yet` too with an as-of instant."""
+    return (*CLASSES, NOT_YET) if as_of else CLASSES
+
+
 def classify(
     line: int, citation: CitationLine, history: History, as_of: datetime | None = None
 ) -> AuditEntry:
-    """The verdict on one citation, from the log up to `as_of` (the whole log if None)."""
+    """The verdict on one citation, from the log up to `as_of` (the whole log if None). A
+    citation of a version after `as_of` is `not_yet` if the whole log holds it as a citable
+    version (else `invalid`, as without `as_of`)."""
+    if as_of is not None:
+        try:
+            cited_at: datetime | None = parse_timestamp(citation.updated_at)
+        except ValueError:
+            cited_at = None
+        if cited_at is not None and cited_at > as_of:
+            whole = classify(line, citation, history)
+            if whole.status != "invalid":
+                return AuditEntry(
+                    line=line,
+                    knowledge_base_id=citation.knowledge_base_id,
+                    article_id=citation.article_id,
+                    updated_at=citation.updated_at,
+                    quote=citation.quote,
+                    status=NOT_YET,
+                    reason=(
+                        f"not yet given by {format_timestamp(as_of)}: the cited version was "
+                        f"written at {format_timestamp(cited_at)}"
+                    ),
+                )
     base: dict[str, Any] = {
         "line": line,
         "knowledge_base_id": citation.knowledge_base_id,
@@ -180,11 +228,12 @@ def classify(
             f"{cited.type} event), so no search or read could have cited it"
         )
     new = history.state(article, versions[-1])
-    return _verdict(base, article, cited.version, old, new)
+    return _verdict(base, history, article, cited.version, old, new)
 
 
 def _verdict(
     base: dict[str, Any],
+    history: History,
     article: ArticleHistory,
     cited_version: int,
     old: ArticleState,
@@ -192,6 +241,8 @@ def _verdict(
 ) -> AuditEntry:
     """The verdict on a citation of a published version `old`, the article now being `new`."""
     since = [v for v in article.versions if cited_version < v.version <= new.version]
+    if since:
+        base = {**base, "changes": _changes(history, article, cited_version, new.version)}
     saves = [v for v in since if v.type in CONTENT_EVENTS]
     unpublishes = [v for v in since if v.type == "unpublished"]
     quote: str | None = base["quote"]
@@ -248,6 +299,17 @@ def _verdict(
         **facts,
         diff=diff,
     )
+
+
+def _changes(
+    history: History, article: ArticleHistory, cited_version: int, last: int
+) -> list[AuditChange]:
+    """Every event after the cited version up to version `last`, with its author."""
+    return [
+        AuditChange(updated_at=v.updated_at, type=v.type, author=author)
+        for v, author in history.authored(article.article_id, cited_version)
+        if v.version <= last
+    ]
 
 
 def bounded_diff(old: ArticleState, new: ArticleState) -> tuple[str | None, str]:

@@ -4,9 +4,13 @@
 
     {"sequence": 7, "type": "saved", "topic": "kbes.article:Article.Saved",
      "originator_id": "…", "originator_version": 3, "knowledge_base_id": "…",
-     "timestamp": "2026-11-30T09:14:03.000000Z", "payload": {"content": "…"}}
+     "timestamp": "2026-11-30T09:14:03.000000Z",
+     "author": {"kind": "person", "name": "alice", "how": "env", "approved": false},
+     "payload": {"content": "…"}}
 
-`payload` is the rest of the event (what `type` and the ids above do not already say).
+`author` is who wrote the event (`kbes.domain.author`); a line of an event written before kbes
+recorded authors has none. `payload` is the rest of the event (what `type` and the ids above do
+not already say).
 `LogSource` reads such a file (or several exports concatenated, e.g. a full export followed by
 `--after N` increments) and rebuilds each article with the `Article` aggregate's own event
 handlers, through the same mapper the store uses, so an auditor holding only the file gets
@@ -25,6 +29,7 @@ from eventsourcing.persistence import MapperDeserialisationError, StoredEvent
 from eventsourcing.utils import get_topic
 
 from kbes.domain.article import EVENT_TYPES, Article
+from kbes.domain.author import Author
 from kbes.domain.clock import format_timestamp, parse_timestamp
 from kbes.domain.folder_source import FolderSource
 from kbes.domain.knowledge_base import KnowledgeBase
@@ -46,12 +51,20 @@ LOG_TYPES: dict[type, str] = {
 _CLASSES: dict[str, type] = {name: cls for cls, name in LOG_TYPES.items()}
 _ARTICLE_TYPES = frozenset(EVENT_TYPES.values())
 _HEADER_FIELDS = frozenset(
-    {"originator_id", "originator_version", "timestamp", "knowledge_base_id", "originator_topic"}
+    {
+        "originator_id",
+        "originator_version",
+        "timestamp",
+        "knowledge_base_id",
+        "originator_topic",
+        "author",
+    }
 )
 
 
-class LogEvent(msgspec.Struct, kw_only=True, frozen=True):
-    """One line of an exported log."""
+class LogEvent(msgspec.Struct, kw_only=True, frozen=True, omit_defaults=True):
+    """One line of an exported log. `author` is left out for an event that has none (written
+    before kbes recorded authors), so such a line is as that kbes exported it."""
 
     sequence: int
     type: str
@@ -60,6 +73,7 @@ class LogEvent(msgspec.Struct, kw_only=True, frozen=True):
     originator_version: int
     knowledge_base_id: UUID | None
     timestamp: str
+    author: Author | None = None
     payload: dict[str, Any]
 
 
@@ -102,6 +116,7 @@ def to_log_event(sequence: int, event: Any) -> LogEvent:
         originator_version=event.originator_version,
         knowledge_base_id=kb,
         timestamp=format_timestamp(event.timestamp),
+        author=state.get("author"),
         payload=payload,
     )
 
@@ -207,6 +222,13 @@ class LogSource:
         )
         return ArticleHistory(article_id, kb, versions)
 
+    def article_authors(self, article_id: UUID, after: int = 0) -> dict[int, Author | None]:
+        return {
+            e.originator_version: e.author
+            for e in self._articles.get(article_id, [])
+            if e.originator_version > after
+        }
+
     def article_at_version(self, article_id: UUID, version: int) -> Article:
         events = self._domain_events(article_id)
         article: Article | None = None
@@ -232,6 +254,11 @@ class LogSource:
         if "originator_topic" in fields:
             # Never taken from the file: an export names no code to import.
             state["originator_topic"] = get_topic(Article)
+        if line.author is not None:
+            # A line with an author is of the event's current version; one without is of the
+            # version before authors, which the mapper upcasts as it would the stored event.
+            state["author"] = line.author
+            state["class_version"] = getattr(cls, "class_version", 1)
         stored = StoredEvent(
             originator_id=line.originator_id,
             originator_version=line.originator_version,

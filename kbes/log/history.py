@@ -17,6 +17,7 @@ from uuid import UUID
 from weakref import WeakKeyDictionary
 
 from kbes.domain.article import EVENT_CLASSES, PUBLISHING, Article, in_feed, markdown
+from kbes.domain.author import Author
 from kbes.domain.clock import format_timestamp, parse_timestamp
 from kbes.domain.errors import ArticleNotInLog, DiffTooLarge, NotATime, VersionNotFound
 from kbes.domain.ids import parse_id
@@ -117,6 +118,11 @@ class EventSource(Protocol):
         """The aggregate folded from the article's first `version` events."""
         ...
 
+    def article_authors(self, article_id: UUID, after: int = 0) -> dict[int, Author | None]:
+        """Who wrote each of the article's versions after version `after` (None: written
+        before kbes recorded authors)."""
+        ...
+
 
 class StoreSource:
     """The live store as an event source: its version history lists versions, and
@@ -153,6 +159,9 @@ class StoreSource:
         if versions:
             self._latest[article_id] = versions[-1].version
         return ArticleHistory(article_id, found.knowledge_base_id, versions)
+
+    def article_authors(self, article_id: UUID, after: int = 0) -> dict[int, Author | None]:
+        return self.store.article_authors(article_id, after)
 
     def article_at_version(self, article_id: UUID, version: int) -> Article:
         if self._latest.get(article_id) == version:
@@ -224,6 +233,15 @@ class History:
     def versions(self, article_id: UUID | str) -> list[Version]:
         """Every version of the article with its time and event type; `not_found` if none."""
         return list(self._require(article_id).versions)
+
+    def authored(
+        self, article_id: UUID | str, after: int = 0
+    ) -> list[tuple[Version, Author | None]]:
+        """The article's versions after version `after`, each with its author (None for an
+        event written before kbes recorded authors); `not_found` if there is no article."""
+        history = self._require(article_id)
+        authors = self.source.article_authors(history.article_id, after)
+        return [(v, authors.get(v.version)) for v in history.versions if v.version > after]
 
     def article_at(self, article_id: UUID | str, updated_at: datetime | str) -> ArticleState:
         """The article as it was at exactly `updated_at`; `invalid` if it never had that

@@ -31,6 +31,7 @@ from pathlib import Path
 from uuid import NAMESPACE_URL, UUID, uuid4, uuid5
 
 from kbes.domain.article import Article
+from kbes.domain.author import Author, person_running
 from kbes.domain.clock import next_timestamp
 from kbes.domain.errors import InvalidArgument, NotFound
 from kbes.domain.folder_source import FolderSource
@@ -294,20 +295,25 @@ def import_folder(
     dry_run: bool = False,
     source: str | None = None,
     cache: ReadCache | None = None,
+    by: Author | None = None,
 ) -> ImportReport:
     """Import `folder` (see the module): all or nothing into SQLite, in bounded batches into
     PostgreSQL. Another process writing one of its articles or its record first (a second
     import, a person's save) means the import is planned again on fresh loads (the store's
     `last_writer_wins`), so it saves only what is still changed. `dry_run` plans and reports
-    without writing anything."""
+    without writing anything. `by`: the person running the import, every event's author
+    (default: `KBES_AUTHOR`, else the operating-system user)."""
     kb = store.require_knowledge_base(knowledge_base_id)
+    by = by or person_running()
     read = read_folder(folder, store.limits, cache)
     if not read.candidates and not sync:
         raise NoMarkdown(folder)
     name = source or source_name(folder)
     report = ImportReport(skipped=dict(read.skipped), refused=dict(read.refused))
     store.last_writer_wins(
-        lambda: _write(store, kb, name, read, report, publish=publish, sync=sync, dry_run=dry_run)
+        lambda: _write(
+            store, kb, name, read, report, publish=publish, sync=sync, dry_run=dry_run, by=by
+        )
     )
     return report
 
@@ -331,11 +337,13 @@ def _write(
     publish: bool,
     sync: bool,
     dry_run: bool,
+    by: Author,
 ) -> None:
     """Plan on fresh loads and save what changed; the report takes each batch's lines only
     once it is written (a retry plans again)."""
     plan = ImportReport()
-    changes, record = _Planner(store, kb, name, read, plan, publish=publish, sync=sync).plan()
+    planner = _Planner(store, kb, name, read, plan, publish=publish, sync=sync, by=by)
+    changes, record = planner.plan()
     report.refused.update(plan.refused)
     if dry_run:
         report.take(plan)
@@ -406,11 +414,12 @@ class _Planner:
         *,
         publish: bool,
         sync: bool,
+        by: Author,
     ) -> None:
         self.store, self.kb, self.read, self.report = store, kb, read, report
-        self.publish, self.sync = publish, sync
+        self.publish, self.sync, self.by = publish, sync, by
         self.record = load_source(store, kb, name) or FolderSource.start(
-            kb, name, at=store.clock.now()
+            kb, name, at=store.clock.now(), by=by
         )
         self.tracked = dict(self.record.files)
         self.owner = {aid: path for path, aid in self.tracked.items()}
@@ -446,7 +455,7 @@ class _Planner:
         else:
             dropped = sorted(p for p, aid in self.gone.items() if aid in self.claimed)
         self.record.map(
-            mapped, dropped, retired, revived, at=next_timestamp(self.store.clock, None)
+            mapped, dropped, retired, revived, at=next_timestamp(self.store.clock, None), by=self.by
         )
         return self.changes, self.record
 
@@ -508,6 +517,7 @@ class _Planner:
                 at=next_timestamp(store.clock, None),
                 id=aid,
                 limits=store.limits,
+                by=self.by,
             )
             lines.append(("added", key))
         else:
@@ -517,6 +527,7 @@ class _Planner:
                 text.title,
                 at=next_timestamp(store.clock, article.updated_at),
                 limits=store.limits,
+                by=self.by,
             ):
                 if old_title != text.title:
                     lines.append(("retitled", key))
@@ -526,7 +537,7 @@ class _Planner:
             if article.ever_published and aid not in self.record.retired:
                 lines.append(("left_unpublished", key))
             else:
-                article.publish(at=next_timestamp(store.clock, article.updated_at))
+                article.publish(at=next_timestamp(store.clock, article.updated_at), by=self.by)
                 lines.append(("published", key))
                 revived = aid in self.record.retired
                 if revived:
@@ -547,7 +558,7 @@ class _Planner:
         article = self._load(aid)
         if article is None or not article.published:
             return False
-        article.unpublish(at=next_timestamp(self.store.clock, article.updated_at))
+        article.unpublish(at=next_timestamp(self.store.clock, article.updated_at), by=self.by)
         self.changes.append(Change(article, [("unpublished", path)]))
         return True
 

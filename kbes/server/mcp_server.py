@@ -31,6 +31,9 @@ from mcp.shared.exceptions import MCPError
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 from starlette.types import ASGIApp, Scope
 
+from kbes.domain.author import Author
+from kbes.domain.author import client as declared_client
+from kbes.domain.author import token as token_author
 from kbes.domain.limits import DEFAULT_LIMITS, Limits
 from kbes.server.approval import approval_message
 from kbes.server.capabilities import KbesServer
@@ -193,6 +196,9 @@ class KbesMCP:
                 question = await self._approve(ctx, params, call)
             if question is not None:
                 return question
+            # Past `_approve` under --edits ask, the user accepted this very call.
+            author = self._author(ctx)
+            call = call.by(author.approving() if self.edits == "ask" else author)
         try:
             if tool.heavy:
                 async with self._heavy:
@@ -225,6 +231,21 @@ class KbesMCP:
             return "the client"
         access = get_access_token()
         return "an unknown token" if access is None else access.client_id
+
+    def _author(self, ctx: ServerRequestContext[Any]) -> Author:
+        """Who the call's writes are recorded as, from what this server knows for certain and
+        never from the arguments: the NAME of the caller's bearer token (HTTP with --tokens;
+        the secret is never kept), else the client as it declared itself in `clientInfo`
+        (stdio, or HTTP on loopback without tokens), which nothing checks."""
+        if self.tokens is not None:
+            access = get_access_token()
+            if access is not None:  # always, behind the bearer middleware
+                return token_author(access.client_id)
+        params = ctx.session.client_params
+        info = None if params is None else params.client_info
+        if info is None:
+            return declared_client(None)
+        return declared_client(info.name, info.version)
 
     def _caller_grants(self) -> Grants:
         """The server's grants, narrowed to the bearer token's over HTTP with --tokens."""

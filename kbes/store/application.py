@@ -31,6 +31,7 @@ from eventsourcing.persistence import Recording
 from eventsourcing.utils import get_topic
 
 from kbes.domain.article import Article
+from kbes.domain.author import Author
 from kbes.domain.clock import Clock, SystemClock
 from kbes.domain.errors import InvalidState
 from kbes.domain.folder_source import FolderSource, source_id
@@ -134,9 +135,10 @@ class KnowledgeBaseStore:
         expected_version: datetime,
         idempotency_key: str,
         title: str | None = None,
+        by: Author | None = None,
     ) -> Edited:
         """An agent's edit: applied only if the article is still at `expected_version`, at
-        most once per `idempotency_key` (kbes.store.edit)."""
+        most once per `idempotency_key`; its events' author is `by` (kbes.store.edit)."""
         return self.agent.edit_article(
             knowledge_base_id,
             article_id,
@@ -144,6 +146,7 @@ class KnowledgeBaseStore:
             expected_version=expected_version,
             idempotency_key=idempotency_key,
             title=title,
+            by=by,
         )
 
     def article_to_edit(self, knowledge_base_id: UUID, article_id: UUID | str) -> CurrentArticle:
@@ -154,29 +157,68 @@ class KnowledgeBaseStore:
         """One page of the knowledge base's feed after sequence `after` (kbes.store.queries)."""
         return self.queries.feed_page(kb, after, limit)
 
+    def feed_authors(self, kb: UUID, after: int, limit: int) -> dict[int, Author | None]:
+        """Who wrote each event of that feed page, by sequence, for people (kbes.store.queries):
+        the agents' poll reports no author."""
+        return self.queries.feed_authors(kb, after, limit)
+
     # People's commands -------------------------------------------------------------------------
 
-    def create_knowledge_base(self, name: str) -> UUID:
+    # Each takes `by`, the person its events record as their author (default: `KBES_AUTHOR`,
+    # else the operating-system user: kbes.domain.author.person_running).
+
+    def create_knowledge_base(self, name: str, *, by: Author | None = None) -> UUID:
         """A new knowledge base (kbes.store.commands)."""
-        return self.people.create_knowledge_base(name)
+        return self.people.create_knowledge_base(name, by=by)
 
     def add_article(
-        self, knowledge_base_id: UUID | str, title: str, content: str, *, publish: bool = False
+        self,
+        knowledge_base_id: UUID | str,
+        title: str,
+        content: str,
+        *,
+        publish: bool = False,
+        by: Author | None = None,
     ) -> UUID:
         """Draft an article (and publish it at once if asked); returns its id."""
-        return self.people.add_article(knowledge_base_id, title, content, publish=publish)
+        return self.people.add_article(knowledge_base_id, title, content, publish=publish, by=by)
 
     def add_articles(
-        self, knowledge_base_id: UUID | str, drafts: Iterable[tuple[str, str]], *, publish: bool
+        self,
+        knowledge_base_id: UUID | str,
+        drafts: Iterable[tuple[str, str]],
+        *,
+        publish: bool,
+        by: Author | None = None,
     ) -> list[UUID]:
         """Draft many articles in one transaction (imports and simulations)."""
-        return self.people.add_articles(knowledge_base_id, drafts, publish=publish)
+        return self.people.add_articles(knowledge_base_id, drafts, publish=publish, by=by)
 
-    def publish_article(self, knowledge_base_id: UUID | str, article_id: UUID | str) -> int:
-        return self.people.publish_article(knowledge_base_id, article_id)
+    def publish_article(
+        self,
+        knowledge_base_id: UUID | str,
+        article_id: UUID | str,
+        *,
+        by: Author | None = None,
+        expected_version: datetime | None = None,
+    ) -> int:
+        """Publish; with `expected_version`, only at that version (kbes.store.commands)."""
+        return self.people.publish_article(
+            knowledge_base_id, article_id, by=by, expected_version=expected_version
+        )
 
-    def unpublish_article(self, knowledge_base_id: UUID | str, article_id: UUID | str) -> int:
-        return self.people.unpublish_article(knowledge_base_id, article_id)
+    def unpublish_article(
+        self,
+        knowledge_base_id: UUID | str,
+        article_id: UUID | str,
+        *,
+        by: Author | None = None,
+        expected_version: datetime | None = None,
+    ) -> int:
+        """Unpublish; with `expected_version`, only at that version (kbes.store.commands)."""
+        return self.people.unpublish_article(
+            knowledge_base_id, article_id, by=by, expected_version=expected_version
+        )
 
     def save_article(
         self,
@@ -185,9 +227,19 @@ class KnowledgeBaseStore:
         *,
         content: str | None = None,
         title: str | None = None,
+        by: Author | None = None,
+        expected_version: datetime | None = None,
     ) -> int | None:
-        """A person's save, last writer wins (kbes.store.commands)."""
-        return self.people.save_article(knowledge_base_id, article_id, content=content, title=title)
+        """A person's save, last writer wins, or with `expected_version` a compare-and-swap
+        (kbes.store.commands)."""
+        return self.people.save_article(
+            knowledge_base_id,
+            article_id,
+            content=content,
+            title=title,
+            by=by,
+            expected_version=expected_version,
+        )
 
     def last_writer_wins(self, write: Callable[[], R], article_id: object = None) -> R:
         """Run `write` until no other process wrote its articles in between
@@ -238,6 +290,10 @@ class KnowledgeBaseStore:
 
     def version_history(self, article_id: UUID) -> VersionHistory | None:
         return self.past.version_history(article_id)
+
+    def article_authors(self, article_id: UUID, after: int = 0) -> dict[int, Author | None]:
+        """Each version's author after version `after`, from the log (kbes.store.log_reads)."""
+        return self.past.article_authors(article_id, after)
 
     def article_at_version(self, article_id: UUID, version: int) -> Article:
         return self.past.article_at_version(article_id, version)

@@ -9,6 +9,7 @@ from uuid import UUID
 from eventsourcing.persistence import IntegrityError
 
 from kbes.domain.article import Article
+from kbes.domain.author import Author, person_running
 from kbes.domain.clock import Clock, format_timestamp, next_timestamp
 from kbes.domain.errors import (
     ArticleChanged,
@@ -46,11 +47,14 @@ class AgentEdit:
         expected_version: datetime,
         idempotency_key: str,
         title: str | None = None,
+        by: Author | None = None,
     ) -> Edited:
         """An agent's edit: applied only if the article is still at `expected_version`, and
         at most once per `idempotency_key` (a retry answers the first result, as a replay).
         The limits and the title rule are checked first, so a refused edit never depends on
-        the article's state."""
+        the article's state. `by`: the author its events record, which the door that took
+        the call knows (a token's name, a declared client); a Python caller's default is the
+        person running the process."""
         require_idempotency_key(idempotency_key, self.limits)
         require_content(content, self.limits)
         if title is not None:
@@ -81,11 +85,13 @@ class AgentEdit:
         # A save that changes nothing emits no article event (the article decides), so the
         # version stays; the receipt is recorded all the same, so a retry replays this answer
         # and the key stays bound to this request.
+        by = by or person_running()
         if article.save(
             content,
             title,
             at=next_timestamp(self.clock, article.updated_at),
             limits=self.limits,
+            by=by,
         ):
             at = article.updated_at
         else:
@@ -98,6 +104,7 @@ class AgentEdit:
             title=article.title,
             updated_at=article.updated_at,
             at=at,
+            by=by,
         )
         try:
             self.log.save(article, receipt)

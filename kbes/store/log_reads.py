@@ -7,6 +7,7 @@ from collections.abc import Iterator
 from uuid import UUID
 
 from kbes.domain.article import Article
+from kbes.domain.author import Author
 from kbes.domain.errors import ArticleUnknown
 from kbes.projections.views import Views
 from kbes.store.event_log import EventLog
@@ -43,6 +44,15 @@ class LogReads:
         if article is None:
             raise ArticleUnknown(article_id)
         return article
+
+    def article_authors(self, article_id: UUID, after: int = 0) -> dict[int, Author | None]:
+        """Who wrote each version of the article after version `after`, read from its events
+        in the log (the views keep no authors): None for an event written before kbes
+        recorded them."""
+        return {
+            event.originator_version: getattr(event, "author", None)
+            for event in self.log.events.get(article_id, gt=after or None)
+        }
 
     def logged_events(self, after: int = 0, *, limit: int | None = None) -> Iterator[LoggedEvent]:
         """The log's events after sequence `after`, in order, each decoded by the store's

@@ -12,6 +12,7 @@ from collections.abc import Callable
 from uuid import UUID
 
 from kbes.domain.article import EVENT_TYPES
+from kbes.domain.author import Author
 from kbes.domain.clock import timestamp_text
 from kbes.domain.errors import ArticleNotFound, ArticleUnpublished
 from kbes.domain.ids import parse_id
@@ -82,6 +83,14 @@ class Queries:
                 FeedEvent(nid, EVENT_TYPES[stamp[0]], article_id, timestamp_text(stamp[1]))
             )
         return FeedPage.of(events, head, limit)
+
+    def feed_authors(self, kb: UUID, after: int, limit: int) -> dict[int, Author | None]:
+        """The author of each event of the same feed page (by sequence), for people: the
+        agents' poll never reads them. Only the `author` field is decoded (None for an event
+        written before kbes recorded authors)."""
+        rows, _ = self.log.feed.select_feed_rows(kb.hex, after, limit)
+        decode_author = self.log.mapper.decode_author
+        return {nid: decode_author(state) for nid, _, _, _, state in rows}
 
     # Listings, as the views stand --------------------------------------------------------------
 

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any, Literal, cast, overload
 
+from kbes.domain.author import Author
 from kbes.tools.diff import DIFF_TOOL
 from kbes.tools.edit import EDIT_TOOL
 from kbes.tools.grants import Grants, admit
@@ -50,6 +51,8 @@ def call_tool(
     name: Literal["search_knowledge_base"],
     arguments: Arguments,
     grants: Grants = None,
+    *,
+    author: Author | None = None,
 ) -> SearchResult: ...
 @overload
 def call_tool(
@@ -57,6 +60,8 @@ def call_tool(
     name: Literal["read_knowledge_article"],
     arguments: Arguments,
     grants: Grants = None,
+    *,
+    author: Author | None = None,
 ) -> ArticleResult: ...
 @overload
 def call_tool(
@@ -64,6 +69,8 @@ def call_tool(
     name: Literal["edit_knowledge_article"],
     arguments: Arguments,
     grants: Grants = None,
+    *,
+    author: Author | None = None,
 ) -> EditResult: ...
 @overload
 def call_tool(
@@ -71,6 +78,8 @@ def call_tool(
     name: Literal["poll_resource_events"],
     arguments: Arguments,
     grants: Grants = None,
+    *,
+    author: Author | None = None,
 ) -> PollResult: ...
 @overload
 def call_tool(
@@ -78,21 +87,32 @@ def call_tool(
     name: Literal["diff_knowledge_article"],
     arguments: Arguments,
     grants: Grants = None,
+    *,
+    author: Author | None = None,
 ) -> DiffResult: ...
 @overload
 def call_tool(
-    store: KnowledgeBaseStore, name: str, arguments: Arguments, grants: Grants = None
+    store: KnowledgeBaseStore,
+    name: str,
+    arguments: Arguments,
+    grants: Grants = None,
+    *,
+    author: Author | None = None,
 ) -> Wire: ...
 def call_tool(
     store: KnowledgeBaseStore,
     name: str,
     arguments: Arguments,
     grants: Grants = None,
+    *,
+    author: Author | None = None,
 ) -> Wire:
     """Validate `arguments`, admit them past `grants`, and run the tool (any of the five).
     Raises a `KbesError` (with a stable code) for bad arguments and for every refusal; raises
-    KeyError for an unknown tool name."""
-    answer = _EVERY_TOOL[name].admit(arguments, grants, store.limits).answer(store)
+    KeyError for an unknown tool name. An edit's events record `author` (default: the person
+    running the process, `kbes.domain.author.person_running`)."""
+    call = _EVERY_TOOL[name].admit(arguments, grants, store.limits)
+    answer = call.by(author).answer(store)
     # The five tools all answer with wire types; `Tool.answer` is typed for any struct, as
     # a server may serve other tools.
     return cast(Wire, answer)

@@ -7,6 +7,7 @@ from uuid import UUID
 
 from msgspec import UNSET
 
+from kbes.domain.author import Author
 from kbes.domain.clock import format_timestamp
 from kbes.store.application import KnowledgeBaseStore
 from kbes.store.results import Edited
@@ -14,7 +15,11 @@ from kbes.tools.tool import WRITE, Tool
 from kbes.tools.wire import EditRequest, EditResult, cite
 
 
-def edit(store: KnowledgeBaseStore, request: EditRequest, kb: UUID) -> EditResult:
+def edit(
+    store: KnowledgeBaseStore, request: EditRequest, kb: UUID, author: Author | None
+) -> EditResult:
+    """The edit, its events recorded as `author`'s (the caller's door says who: never the
+    arguments, which hold no author)."""
     edited = store.edit_article(
         kb,
         request.article_id,
@@ -22,6 +27,7 @@ def edit(store: KnowledgeBaseStore, request: EditRequest, kb: UUID) -> EditResul
         expected_version=request.expected_version,
         idempotency_key=request.idempotency_key,
         title=None if request.title is UNSET else request.title,
+        by=author,
     )
     return edit_result(edited)
 
@@ -57,4 +63,5 @@ EDIT_TOOL = Tool(
     result=EditResult,
     annotations=WRITE,
     answer=edit,
+    authored=True,
 )

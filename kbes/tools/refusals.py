@@ -22,6 +22,7 @@ from kbes.domain.errors import (
     ArticleNotInLog,
     ArticleUnknown,
     ArticleUnpublished,
+    BlankAuthor,
     BlankName,
     BlankTitle,
     Busy,
@@ -465,6 +466,8 @@ REFUSALS: dict[type[DomainError], Callable[[Any, Asked], KbesError]] = {
     ),
     BlankName: lambda fact, asked: InvalidArgument("blank name", field="name"),
     NothingToSave: lambda fact, asked: InvalidArgument("no content and no title to save"),
+    # An author never comes from a tool's arguments; a Python caller may still pass a blank one.
+    BlankAuthor: lambda fact, asked: InvalidArgument("blank author", field=fact.field),
     BlankTitle: _blank_title,
     TitleCharacter: _title_character,
     EmptyKey: _empty_key,

@@ -9,12 +9,13 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any, Protocol
 from uuid import UUID
 
 import msgspec
 
+from kbes.domain.author import Author
 from kbes.domain.clock import parse_timestamp, sub_microsecond
 from kbes.domain.errors import NotATime
 from kbes.domain.limits import DEFAULT_LIMITS, Limits, encodes
@@ -57,7 +58,10 @@ class Tool:
     caller's grants admitted. `scope` reads that knowledge base's id off a request (raising a
     `KbesError` when the request cannot name one, as a poll of an unknown resource type).
     `heavy`: an answer may keep a CPU busy for a while (a diff, bounded as it is), so a server
-    runs such calls one at a time, beside the others rather than in their place."""
+    runs such calls one at a time, beside the others rather than in their place. `authored`:
+    the tool writes, and `answer` takes the call's author as a fourth argument (`author`),
+    which the door that took the call knows (a token's name, a declared client), never the
+    arguments."""
 
     name: str
     title: str
@@ -65,9 +69,10 @@ class Tool:
     request: type[msgspec.Struct]
     result: type[msgspec.Struct]
     annotations: dict[str, bool]
-    answer: Callable[[KnowledgeBaseStore, Any, UUID], msgspec.Struct] = field(repr=False)
+    answer: Callable[..., msgspec.Struct] = field(repr=False)
     scope: Callable[[Any], str] = field(default=knowledge_base_of, repr=False)
     heavy: bool = False
+    authored: bool = False
 
     def request_type(self, limits: Limits = DEFAULT_LIMITS) -> type[msgspec.Struct]:
         """The request struct as a store with `limits` (its `store.limits`) takes it; an extra
@@ -125,9 +130,11 @@ class Tool:
         """A parsed request past the one grant check."""
         return Admitted(self, request, admit(self.scope(request), grants))
 
-    def run(self, store: KnowledgeBaseStore, request: Any, grants: Grants) -> msgspec.Struct:
-        """Admit the parsed request, then answer it."""
-        return self.admitted(request, grants).answer(store)
+    def run(
+        self, store: KnowledgeBaseStore, request: Any, grants: Grants, author: Author | None = None
+    ) -> msgspec.Struct:
+        """Admit the parsed request, then answer it (as `author`, for a tool that writes)."""
+        return self.admitted(request, grants).by(author).answer(store)
 
 
 @dataclass(frozen=True)
@@ -138,15 +145,24 @@ class Admitted:
     tool: Tool
     request: Any
     knowledge_base: UUID
+    author: Author | None = None
+    """Who the call's writes are recorded as: set by the door (`by`), never from `request`."""
 
     @property
     def writes(self) -> bool:
         return self.tool.writes
 
+    def by(self, author: Author | None) -> Admitted:
+        """The same call, its writes recorded as `author`'s (None: the store's default, the
+        person running the process)."""
+        return replace(self, author=author)
+
     def answer(self, store: KnowledgeBaseStore) -> msgspec.Struct:
         """The second step: run the tool on the store. The facts it is refused for become
         the wire's refusals (`KbesError`) here, worded for what the caller asked."""
         with refusing(self.asked):
+            if self.tool.authored:
+                return self.tool.answer(store, self.request, self.knowledge_base, self.author)
             return self.tool.answer(store, self.request, self.knowledge_base)
 
     @property
