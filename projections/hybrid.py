@@ -4,11 +4,14 @@ each list's article at rank r (from 1) scoring 1 / (K + r), as Cormack, Clarke a
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Container, Mapping, Sequence
 
 K = 60
 DEPTH = 50
 """How many hits each list contributes (docs/search.md gives the measured effect)."""
+FLOOR = 0.30
+"""The cosine similarity a hit only the vectors found must reach (all-MiniLM-L6-v2): below
+it, the nearest articles are only the least far (docs/search.md gives its calibration)."""
 SNIPPET_WORDS = 24
 """A vector-only hit's snippet: the first words of its content (the keyword index's snippets
 are its own, SNIPPET_TOKENS around the matched words)."""
@@ -26,6 +29,17 @@ def fuse(rankings: Sequence[Sequence[str]], k: int = K) -> list[str]:
     return sorted(score, key=lambda key: (-score[key], first[key], key))
 
 
+def above_floor(
+    fused: Sequence[str],
+    by_words: Container[str],
+    similarity: Mapping[str, float],
+    floor: float = FLOOR,
+) -> list[str]:
+    """`fused` without the ids the keyword list lacks whose similarity is below `floor`:
+    keyword hits are kept whatever their similarity."""
+    return [key for key in fused if key in by_words or similarity.get(key, -1.0) >= floor]
+
+
 def lead(content: str, words: int = SNIPPET_WORDS) -> str:
     """The first `words` words of `content`, with an ellipsis when there are more."""
     parts = content.split(maxsplit=words)
@@ -34,4 +48,4 @@ def lead(content: str, words: int = SNIPPET_WORDS) -> str:
     return " ".join(parts)
 
 
-__all__ = ["DEPTH", "K", "fuse", "lead"]
+__all__ = ["DEPTH", "FLOOR", "K", "above_floor", "fuse", "lead"]
