@@ -14,7 +14,6 @@ import click
 from kbes.cli.grants import GRANT_HELP, grant_values
 from kbes.cli.options import existing_db_option, store_at
 from kbes.cli.search_option import search_option, search_settings
-from kbes.store.embedding import Progress as EmbeddingProgress
 from kbes.server.edit_policy import EDIT_POLICIES, EditPolicy
 from kbes.server.identity import describe_grants, instructions_for
 from kbes.server.query_redaction import RedactQueryCredentials
@@ -34,6 +33,7 @@ from kbes.server.tokens_file import (
     readable_by_others,
 )
 from kbes.store.application import KnowledgeBaseStore
+from kbes.store.embedding import Progress as EmbeddingProgress
 from kbes.store.urls import redact
 from kbes.tools import HISTORY_TOOLS, TOOLS, Grants
 

@@ -39,7 +39,7 @@ def hybrid_store(db_path: Path) -> KnowledgeBaseStore:
 def test_meaning_finds_what_words_miss(db_path: Path) -> None:
     words = open_store(db_path)
     kb = words.create_knowledge_base("Home")
-    cat, car, tax = (str(words.add_article(kb, *a, publish=True)) for a in (CAT, CAR, TAX))
+    cat, car, _tax = (str(words.add_article(kb, *a, publish=True)) for a in (CAT, CAR, TAX))
     assert words.search(kb, QUERY, 10) == []
     meaning = open_store(db_path, search="hybrid")
     found = ids(meaning.search(kb, QUERY, 10))

@@ -19,11 +19,11 @@ from kbes import call_tool, open_store
 
 pytestmark = [pytest.mark.anyio, pytest.mark.slow]
 
-WORDS = (
-    "invoice ledger account balance transfer payroll audit budget quarter forecast "
-    "server network router firewall packet latency cluster backup restore volume "
-    "garden soil compost seed harvest pruning irrigation greenhouse tomato orchard"
-).split()
+WORDS = [
+    *("invoice", "ledger", "account", "balance", "transfer", "payroll", "audit", "budget"),
+    *("server", "network", "router", "firewall", "packet", "latency", "cluster", "backup"),
+    *("garden", "soil", "compost", "seed", "harvest", "pruning", "irrigation", "tomato"),
+]
 CAT = ("Feline care", "Feed a cat twice a day and brush its fur.")
 DONE = "every published article has its vector"
 
