@@ -36,6 +36,10 @@ EMBED_BATCH = 64
 """Texts embedded and stored per transaction by `embed_pending`."""
 
 
+_noise_vectors: dict[str, Any] = {}
+_noise_lock = threading.Lock()
+
+
 class HybridSearch:
     """`search` by words and meaning: the keyword search's hits fused with the nearest vectors."""
 
@@ -73,8 +77,9 @@ class HybridSearch:
 
         By words alone while any published article of the knowledge base waits for its vector
         (coverage): a fused ranking missing some articles' vectors ranked below keywords
-        (docs/search.md). A hit only the vectors found must be at least `hybrid.FLOOR` similar
-        to the query."""
+        (docs/search.md). A hit only the vectors found must clear the query's floor
+        (`hybrid.floor_for`: at least `hybrid.FLOOR` similar to the query, and more than the
+        query is to random letters)."""
         kb = str(self.known.require(knowledge_base_id))
         words = self.words.search(kb, query, max(limit, hybrid.DEPTH))
         embedder, index = self._vectors()
@@ -87,17 +92,19 @@ class HybridSearch:
                 self._refresh(kb, index)
             if index.bases[kb].waiting():
                 return words[:limit]
+            asked = embedder.embed([query])[0]
             meaning = self._vector_graphs(embedder).search(
                 kb,
                 index.bases[kb],
                 index.hashes,
                 (index.changed, index.embedded),
-                embedder.embed([query])[0],
+                asked,
                 hybrid.DEPTH,
             )
+            floor = hybrid.floor_for(float(self._noise(embedder) @ asked), self.floor)
         by_words = {hit.article_id: hit for hit in words}
         fused = hybrid.fuse([list(by_words), [article_id for article_id, _ in meaning]])
-        fused = hybrid.above_floor(fused, by_words, dict(meaning), self.floor)
+        fused = hybrid.above_floor(fused, by_words, dict(meaning), floor)
         return self._hits(kb, fused[:limit], by_words)
 
     def coverage(self, knowledge_base_id: UUID | str) -> tuple[int, int]:
@@ -181,6 +188,19 @@ class HybridSearch:
                 model = shared_model()
             self._vector_state = (model, VectorIndex(model.name))
         return self._vector_state
+
+    def _noise(self, embedder: Embedder) -> Any:
+        """The unit mean of the embeddings of `hybrid.noise()`: what random letters are near
+        (embedded once per process and model: 64 short texts)."""
+        with _noise_lock:
+            vector = _noise_vectors.get(embedder.name)
+            if vector is None:
+                import numpy as np
+
+                mean = embedder.embed(hybrid.noise()).mean(axis=0)
+                vector = (mean / np.linalg.norm(mean)).astype(np.float32)
+                _noise_vectors[embedder.name] = vector
+            return vector
 
     def _vector_graphs(self, embedder: Embedder) -> VectorGraphs:
         if self._graphs is None:
