@@ -7,6 +7,7 @@ from __future__ import annotations
 import random
 import string
 from collections.abc import Container, Mapping, Sequence
+from typing import Any
 
 K = 60
 DEPTH = 50
@@ -48,6 +49,14 @@ def noise(n: int = NOISE_STRINGS, seed: int = NOISE_SEED) -> list[str]:
         )
         for _ in range(n)
     ]
+
+
+def unit_mean(matrix: Any) -> Any:
+    """The unit vector along the mean of `matrix`'s rows (numpy, the semantic extra's)."""
+    import numpy as np
+
+    mean = matrix.mean(axis=0)
+    return (mean / np.linalg.norm(mean)).astype(np.float32)
 
 
 def floor_for(noise_similarity: float, floor: float = FLOOR) -> float:

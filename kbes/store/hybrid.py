@@ -195,10 +195,7 @@ class HybridSearch:
         with _noise_lock:
             vector = _noise_vectors.get(embedder.name)
             if vector is None:
-                import numpy as np
-
-                mean = embedder.embed(hybrid.noise()).mean(axis=0)
-                vector = (mean / np.linalg.norm(mean)).astype(np.float32)
+                vector = hybrid.unit_mean(embedder.embed(hybrid.noise()))
                 _noise_vectors[embedder.name] = vector
             return vector
 
