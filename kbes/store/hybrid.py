@@ -55,7 +55,7 @@ class HybridSearch:
         *,
         embedder: Embedder | None,
         hnsw_threshold: int,
-        floor: float = hybrid.FLOOR,
+        floor: float | None = hybrid.FLOOR,
     ) -> None:
         """`words` answers the keyword half and brings the views to the head of the log;
         `embedder`, by default the semantic extra's model, is what the vectors are made with."""
@@ -66,6 +66,7 @@ class HybridSearch:
         self.embedder = embedder
         self.hnsw_threshold = hnsw_threshold
         self.floor = floor
+        """None: no floor at all (the bench measures its effect so)."""
         self.background = False
         """Whether a background thread embeds this store's backlog (kbes.store.embedding):
         then a search embeds waiting articles only when at most EMBED_PER_SEARCH wait."""
@@ -101,10 +102,13 @@ class HybridSearch:
                 asked,
                 hybrid.DEPTH,
             )
-            floor = hybrid.floor_for(float(self._noise(embedder) @ asked), self.floor)
+            floor = None
+            if self.floor is not None:
+                floor = hybrid.floor_for(float(self._noise(embedder) @ asked), self.floor)
         by_words = {hit.article_id: hit for hit in words}
         fused = hybrid.fuse([list(by_words), [article_id for article_id, _ in meaning]])
-        fused = hybrid.above_floor(fused, by_words, dict(meaning), floor)
+        if floor is not None:
+            fused = hybrid.above_floor(fused, by_words, dict(meaning), floor)
         return self._hits(kb, fused[:limit], by_words)
 
     def coverage(self, knowledge_base_id: UUID | str) -> tuple[int, int]:
