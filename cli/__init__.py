@@ -9,6 +9,7 @@ from kbes.cli.article import article
 from kbes.cli.audit import audit_command
 from kbes.cli.bench import bench
 from kbes.cli.bundle import bundle
+from kbes.cli.embed import embed_command
 from kbes.cli.events import events
 from kbes.cli.importer import import_folder
 from kbes.cli.kb import kb
@@ -37,6 +38,7 @@ main.add_command(import_folder)
 main.add_command(tool)
 main.add_command(events)
 main.add_command(rebuild)
+main.add_command(embed_command)
 main.add_command(serve)
 main.add_command(bundle)
 main.add_command(token)

@@ -51,7 +51,21 @@ def _groups(text: str | None, known: tuple[str, ...]) -> tuple[str, ...]:
     help="Build the throwaway databases here and keep them (default: a temporary folder, "
     "removed afterwards). The full run needs about 2 GB.",
 )
-def bench(quick: bool, json_path: str | None, rows: str | None, directory: str | None) -> None:
+@click.option(
+    "--judged",
+    type=click.Path(file_okay=False, exists=True),
+    metavar="DIR",
+    help="Row 11 also measures the judged collections found here: DIR/scifact/ (the allenai "
+    "SciFact release's CSV files) and DIR/mtrag/mtragun-human/ (IBM's MT-RAG benchmark); "
+    "docs/performance.md says where to fetch them. They are read, never copied.",
+)
+def bench(
+    quick: bool,
+    json_path: str | None,
+    rows: str | None,
+    directory: str | None,
+    judged: str | None,
+) -> None:
     """Measure every hot path of kbes against a plain-sqlite3 baseline and print the medians.
 
     Runs on throwaway SQLite files (WAL). kbes is measured at its default durability,
@@ -63,6 +77,7 @@ def bench(quick: bool, json_path: str | None, rows: str | None, directory: str |
       kbes bench --quick
       kbes bench --json bench.json
       kbes bench --rows 1,2
+      kbes bench --rows 11 --judged ~/judged
     """
     # Here, not at import: `kbes` starts without the bench's imports.
     from kbes.sims.bench.config import Config
@@ -75,7 +90,13 @@ def bench(quick: bool, json_path: str | None, rows: str | None, directory: str |
     def progress(message: str) -> None:
         click.echo(f"[{time.perf_counter() - started:6.1f}s] {message}", err=True)
 
-    report = run(config, groups=_groups(rows, GROUPS), directory=directory, progress=progress)
+    report = run(
+        config,
+        groups=_groups(rows, GROUPS),
+        directory=directory,
+        progress=progress,
+        judged=judged,
+    )
     click.echo(render(report))
     if json_path:
         write_json(report, json_path)

@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 
 import click
 
+from kbes.cli.embed import embed
 from kbes.cli.options import (
     author_option,
     existing_db_option,
@@ -188,13 +188,3 @@ def event_lines(report: ImportReport) -> list[str]:
     for key in report.left_unpublished:
         lines.append(f"unpublished (left as is) {ids[key]}  {key}")
     return lines
-
-
-def embed(store: KnowledgeBaseStore) -> None:
-    """Embed what the import published, with a progress bar on stderr."""
-    waiting = store.pending_embeddings()
-    if not waiting:
-        return
-    with click.progressbar(length=waiting, label="embedding articles", file=sys.stderr) as bar:
-        done = store.embed_pending(progress=bar.update)
-    click.echo(f"{done} articles embedded for hybrid search", err=True)

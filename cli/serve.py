@@ -33,6 +33,7 @@ from kbes.server.tokens_file import (
     readable_by_others,
 )
 from kbes.store.application import KnowledgeBaseStore
+from kbes.store.embedding import Progress as EmbeddingProgress
 from kbes.store.urls import redact
 from kbes.tools import HISTORY_TOOLS, TOOLS, Grants
 
@@ -246,6 +247,8 @@ def serve(
                 f"kbes serve: MCP over stdio; database {redact(db)}; "
                 f"grants {granted(grants)}; edits {edits}; search {store.settings.search}"
             )
+        if store.settings.search == "hybrid":
+            store.embed_in_background(report=embedding_progress)
         from kbes.server.mcp_server import KbesMCP, bind, url_host
 
         mcp = KbesMCP(
@@ -390,3 +393,26 @@ def configure_logging(level: str, tokens: TokensFile | None) -> None:
 
 def note(message: str) -> None:
     click.echo(message, err=True)
+
+
+def embedding_progress(progress: EmbeddingProgress) -> None:
+    """The background embedding's progress, in the server's log (stderr)."""
+    if progress.done:
+        per = progress.cpu_seconds * 1000 / max(progress.embedded, 1)
+        note(
+            f"kbes serve: embedded {progress.embedded:,} articles for hybrid search in "
+            f"{progress.seconds:.0f} s ({progress.cpu_seconds:.0f} s of CPU, {per:.0f} s per "
+            "1,000): every published article has its vector"
+        )
+    elif progress.embedded == 0:
+        note(
+            f"kbes serve: embedding {progress.waiting:,} articles for hybrid search in the "
+            "background; a knowledge base with articles still waiting is searched by keywords"
+        )
+    else:
+        share = min(progress.embedded / max(progress.waiting, 1), 1.0)
+        left = progress.seconds * (1 - share) / share if share else 0.0
+        note(
+            f"kbes serve: embedded {progress.embedded:,} of {progress.waiting:,} articles "
+            f"({share:.0%}, {progress.seconds:.0f} s; about {left:.0f} s left)"
+        )

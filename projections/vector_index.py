@@ -46,6 +46,10 @@ class KnowledgeBaseVectors:
     def __len__(self) -> int:
         return int(self.valid[: len(self.ids)].sum())
 
+    def waiting(self) -> int:
+        """Published articles known here whose text has no vector yet."""
+        return len(self.slots) - len(self)
+
     def put(self, article_id: str, vector: Any | None) -> None:
         """The article's vector (None: the article stays known but is not searched)."""
         self.touched.add(article_id)

@@ -346,6 +346,7 @@ NEEDS_DB = {
     ("events",): ["--kb", SOME_ID],
     ("tool",): ["read_knowledge_article", f"knowledge_base_id={SOME_ID}", f"article_id={SOME_ID}"],
     ("rebuild",): [],
+    ("embed",): [],
     ("serve",): ["--grant-all"],
     ("token", "add"): ["bot", "--grant", SOME_ID, "--tokens", "TOKENS"],
 }

@@ -32,7 +32,8 @@ def test_two_servers_on_one_log(pg: PgServer, tmp_path: Path) -> None:
         assert reader.search(kb, "teaching my dog tricks", 1)[0].article_id == car
         writer.unpublish_article(kb, cat)
         found = [hit.article_id for hit in reader.search(kb, "looking after my kitten", 10)]
-        assert found == [car]
+        assert cat not in found  # and the puppy is too far from a kitten to clear the floor
+        assert [hit.article_id for hit in reader.search(kb, "teaching my dog tricks", 10)] == [car]
     finally:
         writer.close()
         reader.close()

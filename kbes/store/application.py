@@ -16,6 +16,7 @@ the store room use its methods only, never its parts.
   among them, each brought up to the head of the log first, so a read after any write (from
   any process) sees it;
 - `hybrid` (kbes.store.hybrid): the vectors, and the search by words and meaning;
+- `embedding` (kbes.store.embedding): the thread embedding the backlog, when one runs;
 - `searcher`: whichever of `queries` and `hybrid` the settings chose at open time;
 - `past` (kbes.store.log_reads): the reads of the log's past."""
 
@@ -40,6 +41,8 @@ from kbes.projections.embedder import Embedder, require
 from kbes.projections.views import Views
 from kbes.store.commands import PeopleCommands
 from kbes.store.edit import AgentEdit
+from kbes.store.embedding import BackgroundEmbedding
+from kbes.store.embedding import Progress as EmbeddingProgress
 from kbes.store.event_log import EventLog
 from kbes.store.hybrid import HybridSearch
 from kbes.store.knowledge_bases import KnownKnowledgeBases
@@ -100,6 +103,7 @@ class KnowledgeBaseStore:
             embedder=embedder,
             hnsw_threshold=self.settings.hnsw_threshold,
         )
+        self.embedding: BackgroundEmbedding | None = None
         self.searcher: Queries | HybridSearch = self.queries
         if self.settings.search == "hybrid":
             if embedder is None:
@@ -112,7 +116,11 @@ class KnowledgeBaseStore:
         return self.settings.limits
 
     def close(self) -> None:
-        """Close the log's and the views' connections."""
+        """Stop the background embedding if any, then close the log's and the views'
+        connections."""
+        if self.embedding is not None:
+            self.embedding.stop()
+            self.embedding = None
         self.log.close()
 
     # The agents' tools -------------------------------------------------------------------------
@@ -318,6 +326,19 @@ class KnowledgeBaseStore:
     def pending_embeddings(self) -> int:
         """How many published texts the model has not embedded yet (kbes.store.hybrid)."""
         return self.hybrid.pending_embeddings()
+
+    def embed_in_background(
+        self, report: Callable[[EmbeddingProgress], None] | None = None
+    ) -> BackgroundEmbedding:
+        """Start a thread that embeds the backlog and then new saves until the store closes
+        (kbes.store.embedding); `report` receives its progress."""
+        if self.embedding is None:
+            self.embedding = BackgroundEmbedding(self.hybrid, report).start()
+        return self.embedding
+
+    def embedding_coverage(self, knowledge_base_id: UUID | str) -> tuple[int, int]:
+        """(published articles with a vector, published articles) of a knowledge base."""
+        return self.hybrid.coverage(knowledge_base_id)
 
 
 def open_store(

@@ -3,10 +3,13 @@ vector projection's nearest articles, fused by reciprocal rank (kbes.projections
 store searches with it when `Settings.search == "hybrid"`, and with the keyword search alone
 otherwise (kbes.store.application).
 
-Embedding lags a save by design (docs/search.md): a save is in the vector half from the first
-hybrid search of its knowledge base in any process after it, which embeds up to
-`EMBED_PER_SEARCH` waiting articles first; until then the keyword half finds it by its words.
-`embed_pending` embeds every waiting article at once (`kbes import --search hybrid`)."""
+Embedding lags a save by design (docs/search.md): a search embeds the waiting articles of its
+knowledge base first when at most `EMBED_PER_SEARCH` wait (a save is found by meaning at the
+next search), else up to that many, or none when a background thread embeds the backlog
+(`kbes serve --search hybrid`, kbes.store.embedding). While any published article of the
+knowledge base waits, the search answers by words alone: a fused ranking missing some vectors
+ranks below keywords. `embed_pending` embeds every waiting article at once (`kbes import
+--search hybrid`, `kbes embed`)."""
 
 from __future__ import annotations
 
@@ -33,6 +36,10 @@ EMBED_BATCH = 64
 """Texts embedded and stored per transaction by `embed_pending`."""
 
 
+_noise_vectors: dict[str, Any] = {}
+_noise_lock = threading.Lock()
+
+
 class HybridSearch:
     """`search` by words and meaning: the keyword search's hits fused with the nearest vectors."""
 
@@ -48,6 +55,7 @@ class HybridSearch:
         *,
         embedder: Embedder | None,
         hnsw_threshold: int,
+        floor: float | None = hybrid.FLOOR,
     ) -> None:
         """`words` answers the keyword half and brings the views to the head of the log;
         `embedder`, by default the semantic extra's model, is what the vectors are made with."""
@@ -57,32 +65,90 @@ class HybridSearch:
         self.known = known
         self.embedder = embedder
         self.hnsw_threshold = hnsw_threshold
+        self.floor = floor
+        """None: no floor at all (the bench measures its effect so)."""
+        self.background = False
+        """Whether a background thread embeds this store's backlog (kbes.store.embedding):
+        then a search embeds waiting articles only when at most EMBED_PER_SEARCH wait."""
         self._vector_state: tuple[Embedder, VectorIndex] | None = None
         self._graphs: VectorGraphs | None = None
 
     def search(self, knowledge_base_id: UUID | str, query: str, limit: int) -> list[Hit]:
-        """Current published articles matching `query` by words or by meaning, best first."""
+        """Current published articles matching `query` by words or by meaning, best first.
+
+        By words alone while any published article of the knowledge base waits for its vector
+        (coverage): a fused ranking missing some articles' vectors ranked below keywords
+        (docs/search.md). A hit only the vectors found must clear the query's floor
+        (`hybrid.floor_for`: at least `hybrid.FLOOR` similar to the query, and more than the
+        query is to random letters)."""
         kb = str(self.known.require(knowledge_base_id))
         words = self.words.search(kb, query, max(limit, hybrid.DEPTH))
         embedder, index = self._vectors()
         with self._vector_lock:
             self._sync_vectors()
             self._refresh(kb, index)
-            waiting = index.waiting(kb, EMBED_PER_SEARCH)
-            if waiting:
-                self._embed_articles(embedder, waiting)
+            waiting = index.waiting(kb, EMBED_PER_SEARCH + 1)
+            if waiting and (len(waiting) <= EMBED_PER_SEARCH or not self.background):
+                self._embed_articles(embedder, waiting[:EMBED_PER_SEARCH])
                 self._refresh(kb, index)
+            if index.bases[kb].waiting():
+                return words[:limit]
+            asked = embedder.embed([query])[0]
             meaning = self._vector_graphs(embedder).search(
                 kb,
                 index.bases[kb],
                 index.hashes,
                 (index.changed, index.embedded),
-                embedder.embed([query])[0],
+                asked,
                 hybrid.DEPTH,
             )
+            floor = None
+            if self.floor is not None:
+                floor = hybrid.floor_for(float(self._noise(embedder) @ asked), self.floor)
         by_words = {hit.article_id: hit for hit in words}
         fused = hybrid.fuse([list(by_words), [article_id for article_id, _ in meaning]])
+        if floor is not None:
+            fused = hybrid.above_floor(fused, by_words, dict(meaning), floor)
         return self._hits(kb, fused[:limit], by_words)
+
+    def coverage(self, knowledge_base_id: UUID | str) -> tuple[int, int]:
+        """(published articles with a vector, published articles) of the knowledge base, as
+        this process's index holds them after a refresh."""
+        kb = str(self.known.require(knowledge_base_id))
+        _, index = self._vectors()
+        self.words.catch_up()
+        with self._vector_lock:
+            self._sync_vectors()
+            self._refresh(kb, index)
+            base = index.bases[kb]
+            return len(base), len(base) + base.waiting()
+
+    def embed_some(self, embedder: Embedder, after: str, limit: int) -> tuple[str, int]:
+        """Embed up to `limit` published texts the model lacks, walking article ids after
+        `after`; return the last id read ("" when none was left after it) and how many texts
+        were embedded. The slow part runs outside the vector lock, so searches go on
+        meanwhile: the background embedding's step (kbes.store.embedding)."""
+        _, index = self._vectors()
+        self.words.catch_up()
+        with self._vector_lock:
+            self._sync_vectors()
+        with self.views.read() as c:
+            rows = vectors.pending(c, index.model, after, limit)
+        if not rows:
+            return "", 0
+        texts = {vectors.content_hash(t, x): (t, x) for _, t, x in rows}
+        self._embed_texts(embedder, list(texts.values()))
+        return rows[-1][0], len(texts)
+
+    def background_model(self) -> Embedder:
+        """The embedder a background thread uses: the store's own if one was given, else a
+        second copy of the extra's model, so a search's query never waits for a batch."""
+        embedder, _ = self._vectors()
+        if self.embedder is not None:
+            return embedder
+        from kbes.projections.embedder import MiniLM
+
+        return MiniLM()
 
     def embed_pending(self, progress: Callable[[int], None] | None = None) -> int:
         """Embed every published article whose text the model has not embedded yet; report
@@ -126,6 +192,16 @@ class HybridSearch:
                 model = shared_model()
             self._vector_state = (model, VectorIndex(model.name))
         return self._vector_state
+
+    def _noise(self, embedder: Embedder) -> Any:
+        """The unit mean of the embeddings of `hybrid.noise()`: what random letters are near
+        (embedded once per process and model: 64 short texts)."""
+        with _noise_lock:
+            vector = _noise_vectors.get(embedder.name)
+            if vector is None:
+                vector = hybrid.unit_mean(embedder.embed(hybrid.noise()))
+                _noise_vectors[embedder.name] = vector
+            return vector
 
     def _vector_graphs(self, embedder: Embedder) -> VectorGraphs:
         if self._graphs is None:

@@ -45,8 +45,10 @@ def run(
     groups: Sequence[str] = GROUPS,
     directory: str | os.PathLike[str] | None = None,
     progress: Progress | None = None,
+    judged: str | os.PathLike[str] | None = None,
 ) -> Report:
-    """Run the measurements of `groups` (row numbers) and return the report."""
+    """Run the measurements of `groups` (row numbers) and return the report; `judged` is the
+    folder of the judged collections row 11 reads (kbes.sims.bench.judged), if any."""
     say = progress or (lambda _: None)
     report = Report(config)
     with workspace(directory) as workdir:
@@ -72,7 +74,7 @@ def run(
         if "10" in groups:
             measure_isolation(report, workdir, say)
         if "11" in groups:
-            measure_quality(report, workdir, say)
+            measure_quality(report, workdir, say, Path(judged) if judged else None)
         if "12" in groups:
             measure_hybrid_speed(report, workdir, say)
         if "13" in groups:
