@@ -247,6 +247,7 @@ def serve(
                 f"kbes serve: MCP over stdio; database {redact(db)}; "
                 f"grants {granted(grants)}; edits {edits}; search {store.settings.search}"
             )
+        store.keep_up_in_background()
         if store.settings.search == "hybrid":
             store.embed_in_background(report=embedding_progress)
         from kbes.server.mcp_server import KbesMCP, bind, url_host

@@ -68,6 +68,7 @@ class ViewsDatabase(SQLiteTrackingRecorder):
             *self.tracking_statements(),
             *articles.SCHEMA,
             keyword_index.CHANGES,
+            keyword_index.CHANGES_BY_POSITION,
             keyword_index.SOURCE,
         ]
 

@@ -25,8 +25,16 @@ commit it did not make. An index from another log, or past the log's head (a bac
 beside a newer index, a power cut that cost the log its tail), is built whole again. An index
 whose files fail (damaged, missing, a stray file of a killed commit) is moved aside and built
 whole from the views; one the machine cannot serve now (a full disk, an unwritable folder, no
-threads left) costs that knowledge base's searches, answered `unavailable`, until it can. A
-process keeps at most `OPEN_AT_MOST` indexes open: each holds a thread and memory maps."""
+threads left) costs that knowledge base's searches, answered `unavailable`, until it can.
+
+Two homes (issue 31): a knowledge base of fewer than `IN_MEMORY_BELOW` articles has its index in
+this process's memory, built whole from the views at its first search (a few milliseconds, no
+disk commit, no thread, no memory map); a larger one has its folder. Each process keeps at most
+`OPEN_AT_MOST` folders open (each holds a thread and memory maps) and `IN_MEMORY_AT_MOST`
+indexes in memory, the least recently used let go first: a server's threads, maps and memory do
+not grow with the number of knowledge bases it has searched. Articles are never deleted from
+the views, so a knowledge base only ever moves one way, to its folder, at the first catch-up
+that finds it grown; the folder is built whole then, from the views."""
 
 from __future__ import annotations
 
@@ -38,8 +46,9 @@ import threading
 import time
 import uuid
 from collections import OrderedDict
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
 import tantivy
@@ -61,6 +70,10 @@ CHANGES = (
     "knowledge_base_id TEXT NOT NULL, position INTEGER NOT NULL, article_id TEXT NOT NULL, "
     "PRIMARY KEY (knowledge_base_id, position, article_id)) WITHOUT ROWID"
 )
+CHANGES_BY_POSITION = (
+    "CREATE INDEX IF NOT EXISTS keyword_changes_by_position ON keyword_changes (position)"
+)
+"""For a server's background catch-up: which knowledge bases the log's new events changed."""
 SOURCE_TABLE = "keyword_source"
 SOURCE = f"CREATE TABLE IF NOT EXISTS {SOURCE_TABLE} (id TEXT NOT NULL)"
 WAIT_SECONDS = 30.0
@@ -77,11 +90,19 @@ count and mean length) lag, as tantivy's already do by deleted documents until a
 commit costs a fixed few milliseconds (docs/performance.md), so this spares the searches a
 save cannot change."""
 TERMS_KEPT = 4096
-OPEN_AT_MOST = 128
-"""Keyword indexes a process keeps open, the least recently used closed first: each holds a
-thread (tantivy's meta-file watcher) and about ten memory maps, and a server that had searched
-4,656 knowledge bases could start no thread more (issue 35). Closing one releases both within
-a second; reopening costs about a millisecond."""
+OPEN_AT_MOST = 16
+"""Keyword index folders a process keeps open, the least recently used closed first: each holds
+a thread (tantivy's meta-file watcher, started by the bindings before kbes can ask for a manual
+reader) and about fourteen memory maps, and a server that had searched thousands of knowledge
+bases could start no thread more (issue 35). Closing one releases both within a second;
+reopening costs about a millisecond."""
+IN_MEMORY_BELOW = 100
+"""Articles (of any status) below which a knowledge base's index lives in memory: building it
+whole there costs about 80 microseconds an article, so at most about as much as one commit to a
+folder costs, and it needs no thread, no memory map and no file (docs/decisions.md)."""
+IN_MEMORY_AT_MOST = 1024
+"""Indexes a process keeps in memory, the least recently used let go first (built again from
+the views at the next search)."""
 
 
 def record_changes(c: Any, changed: list[tuple[str, str]], position: int) -> None:
@@ -110,15 +131,24 @@ class KeywordIndexes:
         *,
         log: LogReader | None = None,
         wait_seconds: float = WAIT_SECONDS,
+        in_memory_below: int = IN_MEMORY_BELOW,
     ) -> None:
         """`log` is the log the views fold: each commit is marked with its event at the
-        commit's position, and checked against it (None: no check)."""
+        commit's position, and checked against it (None: no check). A knowledge base of fewer
+        than `in_memory_below` articles has its index in memory (0: every one in a folder)."""
+        self.in_memory_below = in_memory_below
         self.database = database
         self.log = log
         self.root = database.beside(".keyword")
         self.wait_seconds = wait_seconds
         self.lock = threading.Lock()
         self.open: OrderedDict[str, tantivy.Index] = OrderedDict()
+        """The folders open, least recently used first."""
+        self.memory: OrderedDict[str, tantivy.Index] = OrderedDict()
+        """The indexes held in memory, least recently used first."""
+        self.large: set[str] = set()
+        """Knowledge bases known to hold `IN_MEMORY_BELOW` articles or more: their index has
+        its folder (articles are never deleted from the views, so one stays large)."""
         self.verified: set[tuple[int, str]] = set()
         """(position, mark) pairs checked against the log."""
         self.distrusted: set[tuple[int, str]] = set()
@@ -137,6 +167,7 @@ class KeywordIndexes:
             return str(rows[0][0])
         with self.database.write() as c:
             c.execute(CHANGES)
+            c.execute(CHANGES_BY_POSITION)
             c.execute(SOURCE)
             c.execute(f"SELECT id FROM {SOURCE_TABLE}")
             row = c.fetchone()
@@ -146,40 +177,91 @@ class KeywordIndexes:
         return str(row[0])
 
     def index(self, knowledge_base_id: str) -> tantivy.Index:
-        index = self.open.get(knowledge_base_id)
-        if index is not None:
-            self.open.move_to_end(knowledge_base_id)
-        else:
+        """The knowledge base's index: in memory while it is small, else its folder's."""
+        for held in (self.open, self.memory):
+            index = held.get(knowledge_base_id)
+            if index is not None:
+                held.move_to_end(knowledge_base_id)
+                return index
+        if self.root is not None and not self._small(knowledge_base_id):
             while len(self.open) >= OPEN_AT_MOST:
                 self.close(next(iter(self.open)))
-            if self.root is None:
-                index = tantivy.Index(K.SCHEMA)
-            else:
-                path = self.root / knowledge_base_id
-                path.mkdir(parents=True, exist_ok=True)
-                try:
-                    index = tantivy.Index(K.SCHEMA, path=os.fspath(path), reuse=True)
-                except ValueError as e:
-                    # Another schema's index (an older kbes), or files too damaged to open: a
-                    # projection, built again.
-                    logger.warning(
-                        "rebuilding the keyword index in %s (another format, or damaged: %s)",
-                        path,
-                        e,
-                    )
-                    shutil.rmtree(path)
-                    path.mkdir(parents=True)
-                    index = tantivy.Index(K.SCHEMA, path=os.fspath(path), reuse=True)
-            K.register(index)
-            index.config_reader(reload_policy="Manual")
+            index = self._folder(self.root / knowledge_base_id)
             self.open[knowledge_base_id] = index
+        else:
+            while len(self.memory) >= IN_MEMORY_AT_MOST:
+                self.close(next(iter(self.memory)))
+            index = tantivy.Index(K.SCHEMA)
+            self.memory[knowledge_base_id] = index
+        K.register(index)
+        index.config_reader(reload_policy="Manual")
         return index
 
+    def _folder(self, path: Path) -> tantivy.Index:
+        path.mkdir(parents=True, exist_ok=True)
+        try:
+            return tantivy.Index(K.SCHEMA, path=os.fspath(path), reuse=True)
+        except ValueError as e:
+            # Another schema's index (an older kbes), or files too damaged to open: a
+            # projection, built again.
+            logger.warning(
+                "rebuilding the keyword index in %s (another format, or damaged: %s)", path, e
+            )
+            shutil.rmtree(path)
+            path.mkdir(parents=True)
+            return tantivy.Index(K.SCHEMA, path=os.fspath(path), reuse=True)
+
+    def _small(self, kb: str) -> bool:
+        """Whether the knowledge base holds fewer than `in_memory_below` articles; a large one
+        is remembered, so the count is paid only while it is small."""
+        if kb in self.large or self.in_memory_below == 0:
+            return False
+        rows = self.database.fetch(
+            "SELECT count(*) FROM (SELECT 1 FROM view_articles WHERE knowledge_base_id = ? "
+            "LIMIT ?)",
+            (kb, self.in_memory_below),
+        )
+        if rows[0][0] < self.in_memory_below:
+            return True
+        self.large.add(kb)
+        return False
+
     def close(self, knowledge_base_id: str) -> None:
-        """Let go of the knowledge base's index: its thread and maps end once the last searcher
-        a caller still holds is dropped."""
+        """Let go of the knowledge base's index: a folder's thread and maps end once the last
+        searcher a caller still holds is dropped; an index in memory is freed."""
         self.open.pop(knowledge_base_id, None)
+        self.memory.pop(knowledge_base_id, None)
         self.searchers.pop(knowledge_base_id, None)
+
+    def held(self) -> set[str]:
+        """The knowledge bases whose index this process holds open (folder or memory)."""
+        with self.lock:
+            return {*self.open, *self.memory}
+
+    def refresh(self, knowledge_base_ids: Iterable[str], head: int) -> None:
+        """Bring each knowledge base's index this process holds to `head`, if it holds it (a
+        server's background catch-up, kbes.store.keeping_up): its next search finds it there
+        and commits nothing. A failing index is left to its next search to report."""
+        for kb in knowledge_base_ids:
+
+            def caught_up(kb: str = kb) -> None:
+                with self.lock:
+                    if kb in self.open or kb in self.memory:
+                        self._caught_up(kb, head)
+
+            try:
+                self._safely(kb, caught_up)
+            except (IndexUnavailable, Busy) as e:
+                logger.info("the background catch-up left knowledge base %s: %s", kb, e)
+
+    def changed_between(self, after: int, head: int) -> list[str]:
+        """The knowledge bases whose articles changed after position `after` up to `head`."""
+        rows = self.database.fetch(
+            "SELECT DISTINCT knowledge_base_id FROM keyword_changes "
+            "WHERE position > ? AND position <= ?",
+            (after, head),
+        )
+        return [row[0] for row in rows]
 
     def search(self, knowledge_base_id: str, query: str, limit: int, head: int) -> list[K.Hit]:
         """The top hits once the knowledge base's index reflects the views at `head`, for the
@@ -194,10 +276,13 @@ class KeywordIndexes:
         return self._safely(knowledge_base_id, hits)
 
     def build(self, knowledge_base_ids: list[str], head: int) -> None:
-        """Bring each knowledge base's index to `head` now (after a rebuild, which sends every
+        """Bring each knowledge base's folder to `head` now (after a rebuild, which sends every
         index to be built whole), rather than at its first search, and close it: a rebuild of
-        thousands of knowledge bases holds one open at a time."""
+        thousands of knowledge bases holds one open at a time. An index that lives in memory is
+        built by the process that searches it."""
         for kb in knowledge_base_ids:
+            if self.root is None or self._small(kb):
+                continue  # held in memory: built at its first search, in the process that asks
 
             def built(kb: str = kb) -> None:
                 with self.lock:
@@ -335,6 +420,7 @@ class KeywordIndexes:
                 and not self._touched(searcher, source, changed, terms)
             ):
                 return searcher
+        grew = False
         while position < head:
             with self._writer(index, bulk=position == 0) as writer:
                 if writer is not None:
@@ -346,6 +432,7 @@ class KeywordIndexes:
                         kept = K.positions_held(searcher)
                         purge = kept >= K.positions_allowed(searcher.num_docs - kept)
                         self._apply(writer, kb, position, source, head, purge)
+                        grew = kb in self.memory and self.root is not None
             writer = None  # the last reference: dropping it releases tantivy's lock
             index.reload()
             searcher = index.searcher()
@@ -361,7 +448,10 @@ class KeywordIndexes:
                     "its writer; retry, or stop the process that holds it"
                 )
             time.sleep(POLL_SECONDS)
-        self.searchers[kb] = (source, position, searcher)
+        if grew and not self._small(kb):
+            self.close(kb)  # its next search moves it to its folder, built whole there
+        else:
+            self.searchers[kb] = (source, position, searcher)
         return searcher
 
     def _changed(self, kb: str, position: int, head: int, source: str) -> list[str] | None:
@@ -494,4 +584,4 @@ class KeywordIndexes:
         self._verified(at, mark)
 
 
-__all__ = ["CHANGES", "KeywordIndexes", "forget", "record_changes"]
+__all__ = ["CHANGES", "CHANGES_BY_POSITION", "KeywordIndexes", "forget", "record_changes"]

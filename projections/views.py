@@ -17,7 +17,7 @@ from typing import Any
 
 from eventsourcing.sqlite import SQLiteCursor, SQLiteDatastore
 
-from kbes.projections import articles, fold, vectors
+from kbes.projections import articles, fold, keyword_index, vectors
 from kbes.projections.catch_up import CatchUp
 from kbes.projections.database import ViewsDatabase
 from kbes.projections.keyword_index import KeywordIndexes
@@ -34,16 +34,23 @@ class Views:
         datastore: SQLiteDatastore,
         application_name: str,
         source: tuple[LogReader, EventDecoder] | None = None,
+        *,
+        keyword_folder_from: int = keyword_index.IN_MEMORY_BELOW,
     ) -> None:
         """`datastore` also runs lone SELECTs (kbes.projections.database.LoneSelect):
         kbes.store.sqlite's. With the `source` the views are folded from, a table of theirs
         dropped under this process is rebuilt there and then (`repair`), as a fresh process
-        would find it rebuilt."""
+        would find it rebuilt. A knowledge base of fewer than `keyword_folder_from` articles
+        has its keyword index in memory (kbes.projections.keyword_index)."""
         self.database = ViewsDatabase(datastore, application_name)
         self.runner = CatchUp(self.database)
         self.rebuilder = Rebuild(self.database, self.runner)
         self.queries = Queries(self.database)
-        self.keyword = KeywordIndexes(self.database, log=source[0] if source else None)
+        self.keyword = KeywordIndexes(
+            self.database,
+            log=source[0] if source else None,
+            in_memory_below=keyword_folder_from,
+        )
         self.source = source
 
     @property

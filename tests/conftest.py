@@ -48,6 +48,13 @@ def no_author_from_the_developer(monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 @pytest.fixture
+def every_index_in_a_folder(monkeypatch: pytest.MonkeyPatch) -> None:
+    """For the tests of the keyword index's folders: even a small knowledge base's index has
+    one (`KBES_KEYWORD_FOLDER_FROM=0`), in this process and the ones it starts."""
+    monkeypatch.setenv("KBES_KEYWORD_FOLDER_FROM", "0")
+
+
+@pytest.fixture
 def runner(db_path: Path, monkeypatch: pytest.MonkeyPatch) -> CliRunner:
     """A CLI runner whose commands use this test's database (through KBES_DB)."""
     monkeypatch.setenv("KBES_DB", str(db_path))

@@ -22,6 +22,8 @@ from kbes.projections import index_failure
 from kbes.projections import keyword_index as KI
 from kbes.tools.refusals import refusal
 
+pytestmark = pytest.mark.usefixtures("every_index_in_a_folder")
+
 
 def ids(store: KnowledgeBaseStore, kb: str, query: str) -> list[str]:
     return [h.article_id for h in store.search(kb, query, 50)]

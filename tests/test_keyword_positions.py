@@ -5,10 +5,14 @@ format is built again."""
 
 from __future__ import annotations
 
+import pytest
+
 import tantivy
 
 from kbes import KnowledgeBaseStore, open_store
 from kbes.projections import keyword_schema as K
+
+pytestmark = pytest.mark.usefixtures("every_index_in_a_folder")
 
 
 def held(store: KnowledgeBaseStore, kb: str) -> tuple[int, int]:

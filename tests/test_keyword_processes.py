@@ -19,7 +19,7 @@ from mcp_harness import KBES
 
 from kbes import KnowledgeBaseStore, call_tool, open_store
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, pytest.mark.usefixtures("every_index_in_a_folder")]
 WORKER = Path(__file__).with_name("keyword_worker.py")
 
 

@@ -22,7 +22,7 @@ from test_keyword_failures import index_folder, plant_stray_deletions
 
 from kbes import open_store
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, pytest.mark.usefixtures("every_index_in_a_folder")]
 
 
 def tool(db: Path, name: str, limit_bytes: int | None = None, **arguments: str) -> Any:

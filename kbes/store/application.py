@@ -45,6 +45,7 @@ from kbes.store.embedding import BackgroundEmbedding
 from kbes.store.embedding import Progress as EmbeddingProgress
 from kbes.store.event_log import EventLog
 from kbes.store.hybrid import HybridSearch
+from kbes.store.keeping_up import Effort, KeepingUp
 from kbes.store.knowledge_bases import KnownKnowledgeBases
 from kbes.store.log_reads import LogReads
 from kbes.store.queries import Queries
@@ -87,6 +88,7 @@ class KnowledgeBaseStore:
             self.log.views_datastore,
             application_name=self.log.name,
             source=(self.log.feed, self.log.mapper),
+            keyword_folder_from=self.settings.keyword_folder_from,
         )
         self.views.create_table()
         self.known = known = KnownKnowledgeBases(self.log)
@@ -104,6 +106,7 @@ class KnowledgeBaseStore:
             hnsw_threshold=self.settings.hnsw_threshold,
         )
         self.embedding: BackgroundEmbedding | None = None
+        self.keeping_up: KeepingUp | None = None
         self.searcher: Queries | HybridSearch = self.queries
         if self.settings.search == "hybrid":
             if embedder is None:
@@ -116,8 +119,11 @@ class KnowledgeBaseStore:
         return self.settings.limits
 
     def close(self) -> None:
-        """Stop the background embedding if any, then close the log's and the views'
+        """Stop the background threads if any, then close the log's and the views'
         connections."""
+        if self.keeping_up is not None:
+            self.keeping_up.stop()
+            self.keeping_up = None
         if self.embedding is not None:
             self.embedding.stop()
             self.embedding = None
@@ -335,6 +341,18 @@ class KnowledgeBaseStore:
         if self.embedding is None:
             self.embedding = BackgroundEmbedding(self.hybrid, report).start()
         return self.embedding
+
+    def keep_up_in_background(self) -> KeepingUp:
+        """Start a thread that catches the views and the keyword indexes this process holds up
+        as the log moves, until the store closes (kbes.store.keeping_up): a server's searches
+        then seldom pay for another process's save."""
+        if self.keeping_up is None:
+            self.keeping_up = KeepingUp(self.queries, self.views).start()
+        return self.keeping_up
+
+    def background_effort(self) -> Effort | None:
+        """What the background catch-up has done, or None if it was never started."""
+        return None if self.keeping_up is None else self.keeping_up.effort()
 
     def embedding_coverage(self, knowledge_base_id: UUID | str) -> tuple[int, int]:
         """(published articles with a vector, published articles) of a knowledge base."""

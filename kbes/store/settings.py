@@ -38,6 +38,8 @@ SEARCH_MODES = ("keyword", "hybrid")
 VIEWS_ENV = "KBES_VIEWS"
 HNSW_THRESHOLD_ENV = "KBES_HNSW_THRESHOLD"
 DEFAULT_HNSW_THRESHOLD = 20_000
+KEYWORD_FOLDER_ENV = "KBES_KEYWORD_FOLDER_FROM"
+DEFAULT_KEYWORD_FOLDER_FROM = 100
 """Path of this process's local views file (SQLite) when the log is in PostgreSQL."""
 
 PASSED_ON = ("POSTGRES_", "KBES_POSTGRES_")
@@ -88,6 +90,10 @@ class Settings:
     hnsw_threshold: int = DEFAULT_HNSW_THRESHOLD
     """Vectors in one knowledge base from which hybrid search asks its HNSW index instead of
     searching exactly (`KBES_HNSW_THRESHOLD`; docs/search.md)."""
+    keyword_folder_from: int = DEFAULT_KEYWORD_FOLDER_FROM
+    """Articles in one knowledge base from which its keyword index has a folder beside the
+    views instead of living in each process's memory (`KBES_KEYWORD_FOLDER_FROM`; 0: every
+    index in a folder; docs/search.md)."""
     environ: Mapping[str, str] = field(default_factory=dict, repr=False, compare=False)
     """The variables a PostgreSQL log takes from the environment (`PASSED_ON`), as read."""
 
@@ -118,6 +124,8 @@ class Settings:
             raise _bad_search(self.search)
         if self.hnsw_threshold < 1:
             raise _bad_hnsw_threshold(str(self.hnsw_threshold))
+        if self.keyword_folder_from < 0:
+            raise _bad_keyword_folder_from(str(self.keyword_folder_from))
 
     @classmethod
     def read(
@@ -143,6 +151,7 @@ class Settings:
             views=os.fspath(views) if views is not None else environ.get(VIEWS_ENV) or None,
             search=search_mode(search if search is not None else environ.get(SEARCH_ENV)),
             hnsw_threshold=read_hnsw_threshold(environ.get(HNSW_THRESHOLD_ENV)),
+            keyword_folder_from=read_keyword_folder_from(environ.get(KEYWORD_FOLDER_ENV)),
             environ={
                 name: value
                 for name, value in environ.items()
@@ -272,6 +281,24 @@ def _bad_hnsw_threshold(text: str) -> BadSetting:
         HNSW_THRESHOLD_ENV,
         f"{HNSW_THRESHOLD_ENV}={text!r} must be a whole number of vectors, at least 1 "
         f"(default {DEFAULT_HNSW_THRESHOLD:,})",
+    )
+
+
+def read_keyword_folder_from(value: str | None) -> int:
+    """Articles from which a keyword index has its folder: `value`, else the default."""
+    text = (value or "").strip().replace("_", "")
+    if not text:
+        return DEFAULT_KEYWORD_FOLDER_FROM
+    if not (text.isascii() and text.isdigit()):
+        raise _bad_keyword_folder_from(value or "")
+    return int(text)
+
+
+def _bad_keyword_folder_from(text: str) -> BadSetting:
+    return BadSetting(
+        KEYWORD_FOLDER_ENV,
+        f"{KEYWORD_FOLDER_ENV}={text!r} must be a whole number of articles, 0 for every "
+        f"knowledge base's index in a folder (default {DEFAULT_KEYWORD_FOLDER_FROM})",
     )
 
 
