@@ -41,7 +41,8 @@ def _groups(text: str | None, known: tuple[str, ...]) -> tuple[str, ...]:
     help="Run only these rows (1 edits, 2 read/search, keyword- and question-shaped, 3 poll, "
     "4 long history, 5 caught-up check, 6 rebuild, 7 serve start-up, 8 sim day, 9 push to a "
     "listener, 10 search isolation, 11 search quality, 12 hybrid search speed, 13 search "
-    "over MCP). Default: all.",
+    "over MCP, 14 many knowledge bases on one server, 15 a server's search after another "
+    "process's save). Default: all.",
 )
 @click.option(
     "--dir",

@@ -24,9 +24,11 @@ from kbes.projections.catch_up import CatchUp
 from kbes.sims.baseline import Baseline, BaselineError, normalise
 from kbes.sims.bench.config import Config
 from kbes.sims.bench.dataset import Corpus
+from kbes.sims.bench.freshness import measure_freshness
 from kbes.sims.bench.mcp_search import measure_mcp_search
 from kbes.sims.bench.results import Report
 from kbes.sims.bench.runner import GROUPS
+from kbes.sims.bench.tenants import measure_tenants
 from kbes.store.sqlite import FeedApplicationRecorder
 from kbes.tools import TOOLS
 from kbes.tools.wire import PollRequest, ResourceEvent, SearchRequest, SearchResult
@@ -46,6 +48,9 @@ def test_quick_bench_prints_and_writes_every_row(tmp_path: Path) -> None:
     expected |= {"6a", "6b", "7", "8", "9a", "9b", "9c", "9d", "10a", "10b", "10c", "10d"}
     expected |= {"11a", "11b", "11c", "11d", "11e", "12a", "12c", "12e"}
     expected |= {f"13-{shape}-p{q}" for shape in ("keyword", "question") for q in (50, 99)}
+    expected |= {"14-first-search-p50", "14-first-search-p99", "14-threads", "14-maps"}
+    expected |= {"14-files", "14-rss", "14-idle-cpu", "15-after-save-p50", "15-at-once-p50"}
+    expected |= {"15-background-cpu"}
     expected |= {
         f"2-{tool}-p{q}-{size}"
         for tool in ("read", "search", "question")
@@ -92,7 +97,7 @@ def test_quick_bench_prints_and_writes_every_row(tmp_path: Path) -> None:
 
 
 def test_bench_rejects_unknown_rows() -> None:
-    result = CliRunner().invoke(main, ["bench", "--rows", "14"])
+    result = CliRunner().invoke(main, ["bench", "--rows", "16"])
     assert result.exit_code != 0
     assert "unknown row" in result.output
 
@@ -102,6 +107,7 @@ def test_bench_help_lists_every_row() -> None:
     for group in GROUPS:  # "(1 edits, 2 read/search, ..." names every row group
         assert re.search(rf"(\(|, ){group} [a-z]", help_text), group
     assert "question-shaped" in help_text and "13 search over MCP" in help_text
+    assert "14 many knowledge bases on one server" in help_text
 
 
 def test_questions_are_the_search_studys_shape_and_seeded() -> None:
@@ -141,6 +147,42 @@ def test_mcp_search_row_times_a_real_server(tmp_path: Path) -> None:
         assert p50 is not None and p99 is not None
         assert all(a <= b for a, b in zip(p50.runs, p99.runs, strict=True)), shape
     assert rows["13-question-p99"].target == "<= 25 ms"
+
+
+@pytest.mark.slow
+def test_tenants_row_reads_a_real_server_after_100_and_after_all(tmp_path: Path) -> None:
+    """Row 14 on 150 knowledge bases: a real `kbes serve` finds each one's article (the row
+    refuses a miss), and the holdings rows compare after all with after 100."""
+    config = dataclasses.replace(Config.quick_run(), tenant_kbs=150, tenant_repeats=1)
+    report = Report(config)
+    measure_tenants(report, tmp_path, lambda _: None)
+    rows = {row.key: row for row in report.rows}
+    assert {"14-first-search-p50", "14-threads", "14-maps", "14-files", "14-rss"} <= set(rows)
+    for key in ("14-threads", "14-maps", "14-files", "14-rss", "14-idle-cpu"):
+        row = rows[key]
+        assert row.kbes is not None and row.baseline is not None, key
+        assert "after 100" in row.measurement
+    threads = rows["14-threads"]
+    assert threads.kbes is not None and 1 <= threads.kbes.median < 64
+    assert rows["14-first-search-p50"].target == "<= 10 ms"
+
+
+@pytest.mark.slow
+def test_freshness_row_finds_each_save_through_a_real_server(tmp_path: Path) -> None:
+    """Row 15 on a small knowledge base: every search after another process's save found the
+    saved article (the row refuses a miss), and the background's CPU per save is measured."""
+    config = dataclasses.replace(
+        Config.quick_run(), freshness_articles=300, freshness_samples=5, freshness_repeats=1
+    )
+    report = Report(config)
+    measure_freshness(report, tmp_path, lambda _: None)
+    rows = {row.key: row for row in report.rows}
+    assert set(rows) == {"15-after-save-p50", "15-at-once-p50", "15-background-cpu"}
+    after = rows["15-after-save-p50"]
+    assert after.kbes is not None and after.baseline is not None
+    assert after.target == "<= 1.5x caught up"
+    cpu = rows["15-background-cpu"].kbes
+    assert cpu is not None and cpu.median >= 0
 
 
 @pytest.fixture

@@ -6,7 +6,6 @@ format is built again."""
 from __future__ import annotations
 
 import pytest
-
 import tantivy
 
 from kbes import KnowledgeBaseStore, open_store

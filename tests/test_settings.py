@@ -63,6 +63,8 @@ def test_the_environment_gives_the_settings_and_flags_win() -> None:
         ("KBES_LOCK_TIMEOUT", "0", "must be a whole number of seconds, at least 1"),
         ("KBES_LOCK_TIMEOUT", "soon", "must be a whole number of seconds, at least 1"),
         ("KBES_SQLITE_SYNCHRONOUS", "sometimes", "must be FULL, NORMAL, OFF or EXTRA"),
+        ("KBES_KEYWORD_FOLDER_FROM", "-1", "must be a whole number of articles, 0 for every"),
+        ("KBES_KEYWORD_FOLDER_FROM", "many", "must be a whole number of articles, 0 for every"),
     ],
 )
 def test_a_bad_value_is_an_ordinary_error_naming_its_variable(

@@ -43,6 +43,11 @@ class Config:
     mcp_articles: int
     mcp_samples: int
     mcp_repeats: int
+    tenant_kbs: int
+    tenant_repeats: int
+    freshness_articles: int
+    freshness_samples: int
+    freshness_repeats: int
 
     @classmethod
     def full(cls) -> Config:
@@ -77,6 +82,11 @@ class Config:
             mcp_articles=50_000,
             mcp_samples=300,
             mcp_repeats=3,
+            tenant_kbs=10_000,
+            tenant_repeats=3,
+            freshness_articles=100_000,
+            freshness_samples=40,
+            freshness_repeats=3,
         )
 
     @classmethod
@@ -111,4 +121,9 @@ class Config:
             mcp_articles=2_000,
             mcp_samples=50,
             mcp_repeats=2,
+            tenant_kbs=300,
+            tenant_repeats=1,
+            freshness_articles=2_000,
+            freshness_samples=10,
+            freshness_repeats=2,
         )

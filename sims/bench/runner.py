@@ -11,6 +11,7 @@ from pathlib import Path
 from kbes.sims.bench.caught_up import measure_caught_up
 from kbes.sims.bench.config import Config, Progress
 from kbes.sims.bench.edits import measure_edits
+from kbes.sims.bench.freshness import measure_freshness
 from kbes.sims.bench.history import measure_long_history
 from kbes.sims.bench.hybrid_speed import measure_hybrid_speed
 from kbes.sims.bench.isolation import measure_isolation
@@ -23,8 +24,9 @@ from kbes.sims.bench.rebuild import measure_rebuild
 from kbes.sims.bench.results import Report
 from kbes.sims.bench.sim_day import measure_sim
 from kbes.sims.bench.startup import measure_serve
+from kbes.sims.bench.tenants import measure_tenants
 
-GROUPS = ("1", "2", "3", "4", "5", "6", "7", "8", "9", "10", "11", "12", "13")
+GROUPS = ("1", "2", "3", "4", "5", "6", "7", "8", "9", "10", "11", "12", "13", "14", "15")
 
 
 @contextmanager
@@ -79,6 +81,10 @@ def run(
             measure_hybrid_speed(report, workdir, say)
         if "13" in groups:
             measure_mcp_search(report, workdir, say)
+        if "14" in groups:
+            measure_tenants(report, workdir, say)
+        if "15" in groups:
+            measure_freshness(report, workdir, say)
     if config.quick:  # small datasets: the targets are judged on the full run only
         for row in report.rows:
             row.met = None
