@@ -70,6 +70,14 @@ object with the event's attributes (the domain event, or the mapper's decoded fi
 notification id."""
 
 
+def searchable(row: list[Any]) -> tuple[str, str, str] | None:
+    """What an article's keyword document holds while it is published: its title, its
+    content and the version a hit cites; None when it is not."""
+    if row[STATUS] != "published":
+        return None
+    return (row[TITLE], row[CONTENT], row[UPDATED_AT])
+
+
 class Batch:
     """Events folded into the views' rows in memory, then written at once: each article's row
     is read once (in bulk), folded, and written once, and its searchable state compared once,
@@ -86,7 +94,9 @@ class Batch:
         self.versions: list[tuple[Any, ...]] = []
         self.created: list[tuple[str, str, str]] = []
         self.rows: dict[str, list[Any]] = {}
-        self.before: dict[str, tuple[str, str] | None] = {}
+        self.before: dict[str, tuple[str, str, str] | None] = {}
+        """Each loaded article's searchable state: what its keyword document holds (title,
+        content and the version a hit cites) while published, None otherwise."""
         self.titles: dict[str, str] = {}
         self.drafted: list[str] = []
         self.existing: list[str] = []
@@ -118,9 +128,7 @@ class Batch:
                 rows[oid] = loaded
                 self.existing.append(oid)
                 self.titles[oid] = loaded[TITLE]
-                self.before[oid] = (
-                    (loaded[TITLE], loaded[CONTENT]) if loaded[STATUS] == "published" else None
-                )
+                self.before[oid] = searchable(loaded)
                 self.bytes += len(loaded[CONTENT]) + len(loaded[TITLE]) + 200
         versions = self.versions
         for cls, oid, version, fields, nid in items:
@@ -209,6 +217,7 @@ class Batch:
         for row in rows.values():
             if not row:
                 continue
-            new = (row[TITLE], row[CONTENT]) if row[STATUS] == "published" else None
-            if self.before.get(row[ARTICLE_ID]) != new:
+            # The version too: an article unpublished and published again in one batch holds
+            # the same words, but a hit must cite its new version.
+            if self.before.get(row[ARTICLE_ID]) != searchable(row):
                 self.changed.append((row[KB], row[ARTICLE_ID]))

@@ -511,7 +511,7 @@ class KeywordIndexes:
         reason an index in memory is built whole on one thread: how the threads split the
         documents into segments moves which merges purge the deleted ones, and when. On disk
         it is built on every core."""
-        threads = 0 if bulk and self.root is not None else 1
+        threads = 0 if bulk and any(held is index for held in self.open.values()) else 1
         try:
             writer = index.writer(BULK_HEAP if bulk else WRITER_HEAP, threads)
         except ValueError as e:
