@@ -23,8 +23,9 @@ def dump(views: Views) -> dict[str, list[tuple[Any, ...]]]:
                 rows = [row[1:] for row in rows]  # seq depends on insertion order only
             out[table] = rows
         kbs = [row[0] for row in out["view_knowledge_bases"]]
+        # The position the file has folded to, not this process's last look: a Views opened
+        # only to be compared has looked at nothing yet.
+        head = views.database.position(c)
     # Each knowledge base's keyword index, caught up to the views: what search can find.
-    out["keyword_index"] = [
-        (kb, *doc) for kb in kbs for doc in views.keyword.documents(kb, views.position)
-    ]
+    out["keyword_index"] = [(kb, *doc) for kb in kbs for doc in views.keyword.documents(kb, head)]
     return out
