@@ -59,7 +59,12 @@ def test_quick_bench_prints_and_writes_every_row(tmp_path: Path) -> None:
     }
     assert expected <= set(rows)
     for key, row in rows.items():
-        assert row["kbes"]["median"] > 0, key
+        # An idle server may spend not one clock tick (/proc counts hundredths of a second) in
+        # the seconds the row reads: zero is an honest figure there, and only there.
+        if key == "14-idle-cpu":
+            assert row["kbes"]["median"] >= 0, key
+        else:
+            assert row["kbes"]["median"] > 0, key
         assert row["kbes"]["min"] <= row["kbes"]["median"] <= row["kbes"]["max"], key
         if key in ROWS_WITH_BASELINE or key.startswith("2-"):
             assert row["baseline"]["median"] > 0, key
