@@ -11,6 +11,7 @@ them and answers from the result."""
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Callable
 from contextlib import AbstractContextManager
 from typing import Any
@@ -52,6 +53,11 @@ class Views:
             in_memory_below=keyword_folder_from,
         )
         self.source = source
+        # One rebuild at a time in this process: threads that find the views lost together
+        # (a request and the server's background catch-up) would otherwise each start one,
+        # and the later would overtake the earlier (kbes.projections.rebuild: `_overtaken`).
+        # Reentrant: a rebuild that finds a table missing repairs under it.
+        self.rebuilding = threading.RLock()
 
     @property
     def datastore(self) -> SQLiteDatastore:
@@ -107,8 +113,13 @@ class Views:
         Costs one cheap query when already caught up. Views that lost their place in the log
         are rebuilt."""
         position = self.runner.run(log, decoder, head=head, progress=progress)
-        if position is None:
-            return self.rebuild(log, decoder, progress)
+        if position is not None:
+            return position
+        with self.rebuilding:
+            # Another thread may have rebuilt them while this one waited: then caught up.
+            position = self.runner.run(log, decoder, head=head, progress=progress)
+            if position is None:
+                position = self.rebuild(log, decoder, progress)
         return position
 
     def rebuild(
@@ -119,15 +130,17 @@ class Views:
     ) -> int:
         """Replay the whole log into views built aside and switch them in (Rebuild.run), then
         build every knowledge base's keyword index from them."""
-        position = self.rebuilder.run(log, decoder, progress)
-        with self.database.write() as c:
-            vectors.discard_unsound(c)  # damaged cached embeddings, embedded again on demand
-        kbs = [row["knowledge_base_id"] for row in self.queries.knowledge_bases()]
-        self.keyword.build(kbs, position)
+        with self.rebuilding:
+            position = self.rebuilder.run(log, decoder, progress)
+            with self.database.write() as c:
+                vectors.discard_unsound(c)  # damaged cached embeddings, embedded again on demand
+            kbs = [row["knowledge_base_id"] for row in self.queries.knowledge_bases()]
+            self.keyword.build(kbs, position)
         return position
 
     def repair(self, log: LogReader, decoder: EventDecoder) -> None:
-        self.rebuilder.repair(log, decoder)
+        with self.rebuilding:
+            self.rebuilder.repair(log, decoder)
 
     def drop(self) -> None:
         """Empty every view and forget the position: the next catch-up replays the log."""
