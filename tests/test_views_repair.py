@@ -10,12 +10,15 @@ import json
 import shutil
 import subprocess
 import sys
+import threading
 from pathlib import Path
 from typing import Any
 
 import anyio
 import pytest
 from mcp_harness import KBES, Seed, seed, stdio_client, text
+
+from kbes import open_store
 
 pytestmark = pytest.mark.slow
 
@@ -119,10 +122,6 @@ def test_a_fresh_process_answers_from_rebuilt_views(tmp_path: Path, damage: str)
 def catch_up_lost_views_in_threads(db: Path, threads: int) -> None:
     """A store whose tracking rows are deleted and whose log another writer then moves,
     caught up by `threads` threads at once: none may fail, and the views end at the head."""
-    import threading
-
-    from kbes import open_store
-
     store = open_store(str(db))
     try:
         kb = store.create_knowledge_base("Lost")
