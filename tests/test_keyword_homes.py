@@ -15,6 +15,7 @@ import pytest
 
 from kbes import KnowledgeBaseStore, open_store
 from kbes.projections import keyword_index as KI
+from kbes.store.keeping_up import KeepingUp
 
 
 def ids(store: KnowledgeBaseStore, kb: str, query: str) -> set[str]:
@@ -133,3 +134,46 @@ def test_the_background_catch_up_leaves_a_search_nothing_to_do(db_path: Path) ->
         other.close()
         server.close()
     assert server.keeping_up is None and not keeping_up.thread.is_alive()
+
+
+def database_files_open(db_path: Path) -> int:
+    """This process's open files on the database (the file and its WAL, per connection)."""
+    wanted = {str(db_path), f"{db_path}-wal"}
+    count = 0
+    for fd in os.listdir("/proc/self/fd"):
+        try:
+            count += os.readlink(f"/proc/self/fd/{fd}") in wanted
+        except OSError:
+            continue  # closed meanwhile
+    return count
+
+
+def test_the_background_looks_at_the_head_take_no_reader_from_the_searches(
+    db_path: Path,
+) -> None:
+    """Its looks run on a connection of its own (the database file and its WAL): however they
+    fall among the searches' reads, the server opens no reader more for them (bench row 14's
+    open files)."""
+    writer = open_store(db_path)
+    kbs = [str(writer.create_knowledge_base(f"team {n}")) for n in range(20)]
+    for n, kb in enumerate(kbs):
+        writer.add_article(kb, "Care", f"word{n}", publish=True)
+    writer.close()
+    server = open_store(db_path)
+    try:
+        assert len(ids(server, kbs[0], "word0")) == 1
+        before = database_files_open(db_path)
+        keeping_up = KeepingUp(server.queries, server.views, interval=0.0001).start()
+        try:
+            deadline = time.monotonic() + 10
+            while database_files_open(db_path) != before + 2:
+                assert time.monotonic() < deadline, "the thread opened no connection of its own"
+                time.sleep(0.01)
+            for _ in range(25):
+                for n, kb in enumerate(kbs):
+                    assert len(ids(server, kb, f"word{n}")) == 1
+            assert database_files_open(db_path) == before + 2
+        finally:
+            keeping_up.stop()
+    finally:
+        server.close()

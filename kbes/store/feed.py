@@ -7,6 +7,8 @@ path on either backend."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from contextlib import AbstractContextManager
 from typing import Protocol
 
 from kbes.projections.source import LogReader, StoredRow
@@ -21,6 +23,11 @@ class FeedReader(LogReader, Protocol):
     ) -> tuple[list[StoredRow], int]:
         """One consistent read: up to `limit` visible events of one knowledge base after
         `after`, and the head of the whole log at that moment."""
+        ...
+
+    def watching(self) -> AbstractContextManager[Callable[[], int]]:
+        """A way to read the head of the log again and again, for one thread that looks at it
+        on a timer (kbes.store.keeping_up), released when the context ends."""
         ...
 
 

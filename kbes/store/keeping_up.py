@@ -2,14 +2,13 @@
 indexes this process holds at the head of the log, so a save made by another process costs the
 next search no disk commit.
 
-Every `interval` seconds it reads the log's head (one indexed query); when the head moved, it
-folds the new events into the views, as a search would, and brings each open index of a
-knowledge base they changed to the new head (kbes.projections.keyword_index: `refresh`). A
-search still brings everything to the head it reads first, so a save is found at once too
-(read-after-write); the thread only makes that search find nothing left to do. Indexes the
-process does not hold are left to their first search. The thread takes the same locks as a
-search, so the two never write an index at the same time; what it costs is counted
-(`Effort`)."""
+Every `interval` seconds it reads the log's head (one indexed query, on a connection of its own on
+SQLite); when the head moved, it folds the new events into the views, as a search would, and brings
+each open index of a knowledge base they changed to the new head (kbes.projections.keyword_index:
+`refresh`). A search still brings everything to the head it reads first, so a save is found at once
+too (read-after-write); the thread only makes that search find nothing left to do. Indexes the
+process does not hold are left to their first search. The thread takes the same locks as a search,
+so the two never write an index at the same time; what it costs is counted (`Effort`)."""
 
 from __future__ import annotations
 
@@ -72,25 +71,31 @@ class KeepingUp:
 
     def _run(self) -> None:
         position = self.views.position
-        while not self.stopping.wait(self.interval):
+        while not self.stopping.is_set():
             try:
-                if self.queries.log.head() <= position:
-                    continue
-                started = time.thread_time()
-                head = self.queries.catch_up()
-                kbs = self.views.keyword.changed_between(position, head)
-                held = self.views.keyword.held()
-                self.views.keyword.refresh([kb for kb in kbs if kb in held], head)
-                with self.lock:
-                    self.events += max(head - position, 0)
-                    self.catch_ups += 1
-                    self.cpu_seconds += time.thread_time() - started
-                position = head
+                with self.queries.log.feed.watching() as head:
+                    while not self.stopping.wait(self.interval):
+                        if head() > position:
+                            position = self._catch_up(position)
             except Exception:
                 # A database that went away, a rebuild under way: the searches report what
-                # they meet; the thread looks again later.
+                # they meet; the thread looks again later, on a new connection.
                 logger.warning("the background catch-up failed; trying again", exc_info=True)
                 self.stopping.wait(RETRY)
+
+    def _catch_up(self, position: int) -> int:
+        """Fold the events after `position` and catch the held indexes they changed up; the
+        new position."""
+        started = time.thread_time()
+        head = self.queries.catch_up()
+        kbs = self.views.keyword.changed_between(position, head)
+        held = self.views.keyword.held()
+        self.views.keyword.refresh([kb for kb in kbs if kb in held], head)
+        with self.lock:
+            self.events += max(head - position, 0)
+            self.catch_ups += 1
+            self.cpu_seconds += time.thread_time() - started
+        return head
 
 
 __all__ = ["INTERVAL", "Effort", "KeepingUp"]

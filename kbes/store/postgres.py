@@ -21,7 +21,7 @@ kbes.store.views_file. Open a store with `open_store("postgresql://user:pass@hos
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any, cast
 from uuid import UUID
@@ -255,6 +255,13 @@ class PostgresFeedRecorder(AfterInsertEvents, PostgresApplicationRecorder):
     def head(self) -> int:
         """The head of the log: its last notification id, 0 when it is empty."""
         return self.max_notification_id() or 0
+
+    @contextmanager
+    def watching(self) -> Iterator[Callable[[], int]]:
+        """The head of the log for a thread that looks at it on a timer: each look borrows a
+        connection of the pool, as every read does, and the pool's size is its settings' (the
+        SQLite recorder, whose readers open as they are needed, keeps one of its own)."""
+        yield self.head
 
     def select_feed_rows(
         self, knowledge_base_hex: str, after: int, limit: int

@@ -9,7 +9,7 @@ from __future__ import annotations
 import sqlite3
 import threading
 from collections import deque
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any, Protocol
 from uuid import UUID
@@ -359,6 +359,23 @@ class FeedApplicationRecorder(SQLiteApplicationRecorder):
     def head(self) -> int:
         """The head of the log: its last notification id, 0 when it is empty."""
         return self.max_notification_id() or 0
+
+    @contextmanager
+    def watching(self) -> Iterator[Callable[[], int]]:
+        """The head of the log for a thread that looks at it on a timer (kbes serve's
+        background catch-up), on a connection of the thread's own: its looks never take a
+        reader a request is about to need, so the connections a server opens do not depend on
+        how its looks and its requests happen to interleave (bench row 14)."""
+        datastore = self.datastore
+        if not isinstance(datastore, KbesSQLiteDatastore) or datastore.pool.is_sqlite_memory_mode:
+            yield self.head
+            return
+        connection = new_connection(datastore.pool)
+        statement = self.select_max_notification_id_statement
+        try:
+            yield lambda: _fetch(connection, statement, (), False)[0][0] or 0
+        finally:
+            connection.close()
 
     def select_feed_rows(
         self, knowledge_base_hex: str, after: int, limit: int
