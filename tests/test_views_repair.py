@@ -162,3 +162,25 @@ def test_threads_that_find_the_views_lost_rebuild_them_once_between_them(tmp_pat
     overtook the earlier, and the earlier's caller was answered busy (2 of 3 threads)."""
     for attempt in range(3):
         catch_up_lost_views_in_threads(tmp_path / f"kbes-{attempt}.sqlite", threads=3)
+
+
+def test_tracking_rows_deleted_again_after_a_repair_are_repaired_again(tmp_path: Path) -> None:
+    """An operator's `DELETE FROM tracking`, a store opened, and the same again: eventsourcing's
+    migration of the tracking table renames a table without its migration row to
+    `old1_tracking`, and the second time that table was there already, so every later open of
+    the store failed ("there is already another table or index with this name")."""
+    db = tmp_path / "kbes.sqlite"
+    store = open_store(str(db))
+    try:
+        kb = store.create_knowledge_base("Twice")
+        article = store.add_article(kb, "Password policy", "The password rules.", publish=True)
+    finally:
+        store.close()
+    for _ in range(3):
+        sqlite3_cli(db, DAMAGE["tracking rows"])
+        store = open_store(str(db))
+        try:
+            assert [h.article_id for h in store.search(kb, "password", 10)] == [str(article)]
+            assert store.views.position == store.head()
+        finally:
+            store.close()
